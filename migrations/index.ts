@@ -1,0 +1,18 @@
+import type { Migration } from "kysely/migration";
+import * as betterAuth from "./0001_better_auth.js";
+import * as apiTokens from "./0002_api_tokens.js";
+
+/**
+ * Migrations are imported statically (not read from a folder at run time) so they work from the
+ * built package and inside bundles. Each plugin exports the ones it needs, so an embedding team can
+ * merge them into its own Kysely migrator; names sort in the order they must run.
+ */
+export const authMigrations: Record<string, Migration> = {
+  "0001_better_auth": betterAuth,
+  "0002_api_tokens": apiTokens,
+};
+
+/** Every migration the example app runs. */
+export const allMigrations: Record<string, Migration> = {
+  ...authMigrations,
+};

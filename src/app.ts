@@ -1,0 +1,75 @@
+import cookie from "@fastify/cookie";
+import formbody from "@fastify/formbody";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { type FastifyServerOptions } from "fastify";
+import type { Redis } from "ioredis";
+import type { Kysely } from "kysely";
+import type { AppConfig } from "./config/env.js";
+import { dbPlugin } from "./db/db-plugin.js";
+import type { Database } from "./db/schema.js";
+import { errorHandlerPlugin } from "./http/error-handler.js";
+import { authPlugin } from "./plugins/auth/auth-plugin.js";
+import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
+import { edgeSso } from "./plugins/auth/edge-sso.js";
+import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
+import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { sessionPlugin } from "./plugins/session/session-plugin.js";
+import { apiTokenRoutes } from "./plugins/session/token-routes.js";
+import { adminApiRoutes } from "./routes/admin-api.js";
+import { healthRoutes } from "./routes/health.js";
+import { meRoutes } from "./routes/me.js";
+
+export interface BuildAppOptions {
+  config: AppConfig;
+  db: Kysely<Database>;
+  /** better-auth's secret (from the environment, or generated once into the data directory). */
+  secret: string;
+  /** Shared store for rate-limit counters and session lookups across instances. */
+  redis?: Redis;
+  logger?: FastifyServerOptions["logger"];
+}
+
+/**
+ * The example app: Tether's plugins registered the way a consuming team registers them in its own
+ * Fastify app. The caller owns the database and Redis connections and closes them.
+ */
+export async function buildApp(options: BuildAppOptions) {
+  const { config } = options;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    // A hop count is valid at run time (proxy-addr) though Fastify's types omit it.
+    trustProxy: config.trustProxy as FastifyServerOptions["trustProxy"],
+    bodyLimit: 1024 * 1024,
+    // A wrong type is an error the caller should hear about, not something to coerce ("1" for 1).
+    ajv: { customOptions: { coerceTypes: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const auth = createAuth({
+    db: options.db,
+    baseURL: config.baseURL,
+    secret: options.secret,
+    trustedOrigins: config.trustedOrigins,
+    rateLimit: config.production,
+    ...(options.redis ? { secondaryStorage: redisSecondaryStorage(options.redis) } : {}),
+    sendResetPassword: (message: ResetPasswordMessage) => {
+      // Without a mail service the link goes to the log, and only outside production.
+      if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
+    },
+    plugins: config.edgeSso ? [edgeSso(config.edgeSso)] : [],
+  });
+
+  await app.register(errorHandlerPlugin);
+  await app.register(cookie);
+  await app.register(formbody);
+  await app.register(dbPlugin, { db: options.db });
+  await app.register(originGuardPlugin, { trustedOrigins: [config.baseURL, ...config.trustedOrigins] });
+  await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
+  await app.register(sessionPlugin);
+  await app.register(apiTokenRoutes);
+  await app.register(meRoutes);
+  await app.register(adminApiRoutes, { prefix: "/api/admin" });
+  await app.register(healthRoutes);
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,176 @@
+import { isIP } from "node:net";
+import path from "node:path";
+
+/** Validated configuration of the example app, read from the environment once at start-up. */
+export interface AppConfig {
+  port: number;
+  host: string;
+  production: boolean;
+  baseURL: string;
+  /** Undefined on the embedded default: the secret is then generated once and kept in `dataDir`. */
+  secret: string | undefined;
+  trustedOrigins: string[];
+  databaseURL: string | undefined;
+  redisURL: string | undefined;
+  dataDir: string;
+  trustProxy: boolean | string | number;
+  edgeSso: EdgeSsoConfig | undefined;
+}
+
+export interface EdgeSsoConfig {
+  trustedProxies: string[];
+  secret: string | undefined;
+  provision: boolean;
+  userHeader: string;
+  emailHeader: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const TRUE_WORDS = new Set(["1", "true", "yes", "on"]);
+const FALSE_WORDS = new Set(["", "0", "false", "no", "off"]);
+
+/** Reads and validates every setting, collecting one clear line per bad value. */
+export function loadConfig(env: Env = process.env): AppConfig {
+  const problems: string[] = [];
+  const flag = (name: string): boolean => {
+    const raw = (env[name] ?? "").trim().toLowerCase();
+    if (TRUE_WORDS.has(raw)) return true;
+    if (!FALSE_WORDS.has(raw)) problems.push(`${name}=${env[name]} is not a boolean (use true or false)`);
+    return false;
+  };
+
+  const port = parsePort(env.PORT, problems);
+  const host = env.HOST?.trim() || "127.0.0.1";
+  const production = env.NODE_ENV === "production";
+
+  const baseURL = env.BETTER_AUTH_URL?.trim() || `http://localhost:${port}`;
+  if (originOf(baseURL) === undefined) {
+    problems.push(`BETTER_AUTH_URL=${baseURL} is not an http(s) URL`);
+  }
+
+  const trustedOrigins = splitList(env.TRUSTED_ORIGINS);
+  const normalizedOrigins: string[] = [];
+  for (const entry of trustedOrigins) {
+    const origin = bareOriginOf(entry);
+    if (origin === undefined) {
+      problems.push(`TRUSTED_ORIGINS entry "${entry}" is not an origin (http(s)://host[:port], no path)`);
+    } else {
+      normalizedOrigins.push(origin);
+    }
+  }
+
+  const secret = env.BETTER_AUTH_SECRET?.trim() || undefined;
+  if (secret !== undefined && secret.length < 32) {
+    problems.push("BETTER_AUTH_SECRET must be at least 32 characters");
+  }
+  if (secret === undefined && production) {
+    problems.push("BETTER_AUTH_SECRET is required when NODE_ENV=production");
+  }
+
+  const databaseURL = env.DATABASE_URL?.trim() || undefined;
+  if (databaseURL !== undefined && !/^postgres(ql)?:\/\//.test(databaseURL)) {
+    problems.push(`DATABASE_URL must be a postgres:// URL`);
+  }
+  const redisURL = env.REDIS_URL?.trim() || undefined;
+  if (redisURL !== undefined && !/^rediss?:\/\//.test(redisURL)) {
+    problems.push(`REDIS_URL must be a redis:// or rediss:// URL`);
+  }
+
+  const edgeSso = flag("SSO_ENABLED") ? loadEdgeSso(env, problems, flag) : undefined;
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    port,
+    host,
+    production,
+    baseURL: baseURL.replace(/\/$/, ""),
+    secret,
+    trustedOrigins: normalizedOrigins,
+    databaseURL,
+    redisURL,
+    dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    edgeSso,
+  };
+}
+
+function loadEdgeSso(env: Env, problems: string[], flag: (name: string) => boolean): EdgeSsoConfig {
+  const trustedProxies = splitList(env.EDGE_SSO_TRUSTED_PROXIES);
+  for (const entry of trustedProxies) {
+    const [address, bits, ...rest] = entry.split("/");
+    const family = isIP(address ?? "");
+    const maxBits = family === 6 ? 128 : 32;
+    const validBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || !validBits || rest.length > 0) {
+      problems.push(`EDGE_SSO_TRUSTED_PROXIES entry "${entry}" is not an IP address or CIDR`);
+    }
+  }
+  const secret = env.EDGE_SSO_SECRET?.trim() || undefined;
+  if (secret !== undefined && secret.length < 16) {
+    problems.push("EDGE_SSO_SECRET must be at least 16 characters");
+  }
+  return {
+    trustedProxies,
+    secret,
+    provision: flag("EDGE_SSO_PROVISION"),
+    userHeader: env.EDGE_SSO_USER_HEADER?.trim() || "x-remote-user",
+    emailHeader: env.EDGE_SSO_EMAIL_HEADER?.trim() || "x-remote-email",
+  };
+}
+
+function parsePort(raw: string | undefined, problems: string[]): number {
+  if (raw === undefined || raw.trim() === "") return 3000;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    problems.push(`PORT=${raw} is not a port number (0-65535)`);
+    return 3000;
+  }
+  return port;
+}
+
+/** Fastify's `trustProxy`: unset trusts no proxy; true/false, a hop count, or a list of addresses. */
+function parseTrustProxy(raw: string | undefined): boolean | string | number {
+  const value = raw?.trim() ?? "";
+  if (FALSE_WORDS.has(value.toLowerCase())) return false;
+  if (TRUE_WORDS.has(value.toLowerCase())) return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
+}
+
+/** Comma-separated list: entries trimmed, empty ones dropped. */
+export function splitList(raw: string | undefined): string[] {
+  return (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/** The origin of a value that is nothing but an origin (no path, query, fragment or credentials). */
+function bareOriginOf(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    const bare = url.pathname === "/" && url.search === "" && url.hash === "" && url.username === "";
+    return bare ? originOf(value) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The origin of an http(s) URL, or undefined when it is not one. */
+export function originOf(value: string): string | undefined {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+    return url.origin;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,23 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+/**
+ * The one place Tether hashes and compares secrets (API tokens, device tokens, pairing codes, shared
+ * secrets). Every secret we mint has at least 128 bits of entropy, so a fast SHA-256 digest is the
+ * right hash: a slow password hash would add latency to every request without adding security.
+ */
+export function hashSecret(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+/** Constant-time comparison of two strings of any length (digests first, so lengths leak nothing). */
+export function secretsEqual(a: string, b: string): boolean {
+  return timingSafeEqual(
+    createHash("sha256").update(a, "utf8").digest(),
+    createHash("sha256").update(b, "utf8").digest(),
+  );
+}
+
+/** A URL-safe random secret with `bytes` bytes of entropy, optionally prefixed (e.g. `sk_`). */
+export function generateSecret(prefix = "", bytes = 32): string {
+  return prefix + randomBytes(bytes).toString("base64url");
+}

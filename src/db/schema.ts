@@ -1,0 +1,82 @@
+import type { ColumnType, Generated, Insertable, Selectable } from "kysely";
+
+/**
+ * The one Kysely `Database` interface. better-auth owns the shape of `user`, `session`, `account`
+ * and `verification` (its column names are camelCase); Tether's own tables are snake_case.
+ */
+export interface Database {
+  user: UserTable;
+  session: SessionTable;
+  account: AccountTable;
+  verification: VerificationTable;
+  api_token: ApiTokenTable;
+}
+
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+export interface UserTable {
+  id: string;
+  name: string;
+  email: string;
+  emailVerified: boolean;
+  image: string | null;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+  isSiteAdmin: ColumnType<boolean, boolean | undefined, boolean>;
+  deactivatedAt: Timestamp | null;
+}
+
+export interface SessionTable {
+  id: string;
+  expiresAt: Timestamp;
+  token: string;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+  ipAddress: string | null;
+  userAgent: string | null;
+  userId: string;
+}
+
+export interface AccountTable {
+  id: string;
+  accountId: string;
+  providerId: string;
+  userId: string;
+  accessToken: string | null;
+  refreshToken: string | null;
+  idToken: string | null;
+  accessTokenExpiresAt: Timestamp | null;
+  refreshTokenExpiresAt: Timestamp | null;
+  scope: string | null;
+  password: string | null;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+}
+
+export interface VerificationTable {
+  id: string;
+  identifier: string;
+  value: string;
+  expiresAt: Timestamp;
+  createdAt: Timestamp;
+  updatedAt: Timestamp;
+}
+
+export interface ApiTokenTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** SHA-256 of the whole `sk_…` value; the value itself is never stored. */
+  token_hash: string;
+  /** The first characters of the value, shown in lists so a user can tell tokens apart. */
+  prefix: string;
+  scopes: ColumnType<string[], string, string>;
+  created_at: Generated<Date>;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+}
+
+export type UserRow = Selectable<UserTable>;
+export type SessionRow = Selectable<SessionTable>;
+export type ApiTokenRow = Selectable<ApiTokenTable>;
+export type NewApiToken = Insertable<ApiTokenTable>;

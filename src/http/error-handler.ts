@@ -1,0 +1,114 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { ForbiddenError, HttpError, LoginRequiredError } from "./errors.js";
+
+export interface ErrorBody {
+  statusCode: number;
+  code: string;
+  message: string;
+}
+
+/** Renders an error as a page; the pages plugin provides one. Without it every error is JSON. */
+export type ErrorPageRenderer = (request: FastifyRequest, reply: FastifyReply, error: ErrorBody) => FastifyReply | Promise<FastifyReply>;
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Set by a pages plugin so browser requests get a rendered page instead of JSON. */
+    errorPageRenderer: ErrorPageRenderer | null;
+  }
+}
+
+/** True for a browser navigation or htmx request outside the JSON API. */
+export function wantsHtml(request: FastifyRequest): boolean {
+  if (request.url.startsWith("/api/")) return false;
+  if (request.headers["hx-request"] === "true") return true;
+  return (request.headers.accept ?? "").includes("text/html");
+}
+
+/** Sends the browser (or htmx, which follows `HX-Redirect` itself) to `location`. */
+export function redirectTo(request: FastifyRequest, reply: FastifyReply, location: string, status = 303): FastifyReply {
+  if (request.headers["hx-request"] === "true") {
+    return reply.code(200).header("hx-redirect", location).send();
+  }
+  return reply.redirect(location, status);
+}
+
+/**
+ * The one error handler: typed errors to responses, framework errors to clear 4xx, and anything
+ * unexpected to a 500 whose body says nothing about internals (the log has the stack).
+ */
+export const errorHandlerPlugin = fp(
+  async (fastify) => {
+    fastify.decorate("errorPageRenderer", null);
+
+    fastify.setErrorHandler(async (error: FastifyError | Error, request, reply) => {
+      if (error instanceof LoginRequiredError) {
+        return redirectTo(request, reply, error.location, 302);
+      }
+      if (error instanceof ForbiddenError && !wantsHtml(request)) {
+        return reply.code(403).type("text/plain; charset=utf-8").send("Forbidden");
+      }
+      const body = describe(error);
+      if (body.statusCode >= 500) request.log.error({ err: error }, "request failed");
+      reply.code(body.statusCode);
+      const renderer = fastify.errorPageRenderer;
+      if (renderer && wantsHtml(request)) return renderer(request, reply, body);
+      return reply.send({ code: body.code, message: body.message });
+    });
+
+    fastify.setNotFoundHandler(async (request, reply) => {
+      const body = { statusCode: 404, code: "NOT_FOUND", message: `No route for ${request.method} ${request.url.split("?")[0]}` };
+      reply.code(404);
+      const renderer = fastify.errorPageRenderer;
+      if (renderer && wantsHtml(request)) return renderer(request, reply, body);
+      return reply.send({ code: body.code, message: body.message });
+    });
+  },
+  { name: "tether-errors" },
+);
+
+function describe(error: FastifyError | Error): ErrorBody {
+  if (error instanceof HttpError) return { statusCode: error.statusCode, code: error.code, message: error.message };
+  if (error instanceof ForbiddenError) return { statusCode: 403, code: "FORBIDDEN", message: "Forbidden" };
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    return { statusCode: 400, code: "INVALID_INPUT", message: validationMessage(fastifyError) };
+  }
+  const status = fastifyError.statusCode;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return { statusCode: status, code: clientErrorCode(fastifyError), message: clientErrorMessage(fastifyError) };
+  }
+  return { statusCode: 500, code: "INTERNAL", message: "Something went wrong on our side; it has been logged" };
+}
+
+function validationMessage(error: FastifyError): string {
+  const first = error.validation?.[0];
+  if (!first) return error.message;
+  const where = error.validationContext ?? "input";
+  const field = first.instancePath ? first.instancePath.slice(1).replaceAll("/", ".") : (first.params as { missingProperty?: string }).missingProperty;
+  if (first.keyword === "required") return `${where}: missing field "${(first.params as { missingProperty: string }).missingProperty}"`;
+  if (first.keyword === "additionalProperties") {
+    return `${where}: unknown field "${(first.params as { additionalProperty: string }).additionalProperty}"`;
+  }
+  return field ? `${where}: "${field}" ${first.message ?? "is invalid"}` : `${where} ${first.message ?? "is invalid"}`;
+}
+
+const FRAMEWORK_CODES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "BODY_TOO_LARGE",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "UNSUPPORTED_MEDIA_TYPE",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "INVALID_JSON",
+  FST_ERR_CTP_INVALID_JSON_BODY: "INVALID_JSON",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "INVALID_CONTENT_LENGTH",
+};
+
+function clientErrorCode(error: FastifyError): string {
+  if (error.code && FRAMEWORK_CODES[error.code]) return FRAMEWORK_CODES[error.code]!;
+  if (error instanceof SyntaxError) return "INVALID_JSON";
+  return error.code && /^[A-Z_]+$/.test(error.code) && !error.code.startsWith("FST_") ? error.code : "BAD_REQUEST";
+}
+
+function clientErrorMessage(error: FastifyError): string {
+  if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") return "Request body is too large";
+  if (error instanceof SyntaxError || error.code === "FST_ERR_CTP_INVALID_JSON_BODY") return "Request body is not valid JSON";
+  return error.message;
+}

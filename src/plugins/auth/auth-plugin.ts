@@ -1,0 +1,88 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import type { Auth } from "./create-auth.js";
+import { CLIENT_IP_HEADER, INTERNAL_HEADERS, PEER_IP_HEADER } from "./internal-headers.js";
+
+export interface AuthPluginOptions {
+  auth: Auth;
+  /** Whether edge SSO is on (drives `getEdgeSsoEnabled`, e.g. the SSO button). */
+  edgeSsoEnabled?: boolean;
+}
+
+export interface AuthCall {
+  method: "GET" | "POST";
+  /** Path under the auth base path, e.g. `/sign-in/email`. */
+  path: string;
+  body?: unknown;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    auth: Auth;
+    /**
+     * Calls the auth API as an HTTP request on behalf of `request` (same client address, cookies and
+     * origin, so rate limiting and every check apply), copying its cookies onto `reply`.
+     */
+    callAuth(request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response>;
+    getEdgeSsoEnabled(): boolean;
+  }
+}
+
+/**
+ * Mounts better-auth under `/api/auth/*`. better-auth's Node adapter expects an unread body, which
+ * Fastify has already parsed, so the bridge builds a Web Request from the Fastify request instead:
+ * Fastify's hooks (origin guard, logging, errors) stay in the loop.
+ */
+export const authPlugin = fp<AuthPluginOptions>(
+  async (fastify, options) => {
+    const { auth } = options;
+    const basePath = auth.options.basePath ?? "/api/auth";
+    const baseURL = new URL(auth.options.baseURL as string);
+
+    const dispatch = async (request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response> => {
+      const url = new URL(basePath + call.path, baseURL);
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (value === undefined || name === "content-length" || name === "host") continue;
+        headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+      }
+      for (const name of INTERNAL_HEADERS) headers.delete(name);
+      headers.set(CLIENT_IP_HEADER, request.ip);
+      headers.set(PEER_IP_HEADER, request.socket.remoteAddress ?? "");
+      let body: string | undefined;
+      if (call.method === "POST") {
+        body = JSON.stringify(call.body ?? {});
+        headers.set("content-type", "application/json");
+      }
+      const response = await auth.handler(new Request(url, { method: call.method, headers, body }));
+      const cookies = response.headers.getSetCookie();
+      if (cookies.length > 0) reply.header("set-cookie", cookies);
+      const retryAfter = response.headers.get("x-retry-after");
+      if (response.status === 429 && retryAfter) reply.header("retry-after", retryAfter);
+      return response;
+    };
+
+    fastify.decorate("auth", auth);
+    fastify.decorate("callAuth", dispatch);
+    fastify.decorate("getEdgeSsoEnabled", () => options.edgeSsoEnabled === true);
+
+    fastify.route({
+      method: ["GET", "POST"],
+      url: `${basePath}/*`,
+      handler: async (request, reply) => {
+        const path = request.url.slice(basePath.length);
+        const response = await dispatch(request, reply, {
+          method: request.method as "GET" | "POST",
+          path,
+          body: request.body,
+        });
+        reply.code(response.status);
+        for (const [name, value] of response.headers) {
+          if (name !== "set-cookie" && name !== "content-length") reply.header(name, value);
+        }
+        return reply.send(response.body ? Buffer.from(await response.arrayBuffer()) : undefined);
+      },
+    });
+  },
+  { name: "tether-auth", dependencies: ["tether-errors", "tether-origin-guard"] },
+);

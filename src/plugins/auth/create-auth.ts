@@ -1,0 +1,107 @@
+import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type SecondaryStorage } from "better-auth";
+import { APIError } from "better-auth/api";
+import type { Kysely } from "kysely";
+import type { Database } from "../../db/schema.js";
+
+import { CLIENT_IP_HEADER } from "./internal-headers.js";
+
+export interface ResetPasswordMessage {
+  user: { id: string; email: string; name: string };
+  url: string;
+  token: string;
+}
+
+export interface CreateAuthOptions {
+  db: Kysely<Database>;
+  /** Auth base URL (e.g. `https://app.example.com`). Always a trusted origin. */
+  baseURL: string;
+  secret: string;
+  /** Further trusted origins (already validated origins). */
+  trustedOrigins?: string[];
+  /** Shared store for rate-limit counters (and session lookups). Per-process memory when omitted. */
+  secondaryStorage?: SecondaryStorage;
+  /** Password-reset delivery. When omitted, reset links are generated but never delivered. */
+  sendResetPassword?: (message: ResetPasswordMessage) => Promise<void> | void;
+  /** Rate limiting; the example app turns it on exactly when NODE_ENV=production. */
+  rateLimit?: boolean;
+  /** Extra plugins, composed after the built-in ones. */
+  plugins?: BetterAuthPlugin[];
+}
+
+/** Session lifetime: 7 days, extended (at most once a day) while the user keeps coming back. */
+export const SESSION_EXPIRES_IN_SECONDS = 7 * 24 * 60 * 60;
+export const SESSION_UPDATE_AGE_SECONDS = 24 * 60 * 60;
+
+/**
+ * Builds the app's one better-auth instance. There is no singleton: the consuming app calls this once
+ * and hands the result to the `tether-auth` plugin.
+ */
+export function createAuth(options: CreateAuthOptions) {
+  const authOptions = {
+    appName: "Tether",
+    baseURL: options.baseURL,
+    basePath: "/api/auth",
+    secret: options.secret,
+    trustedOrigins: [options.baseURL, ...(options.trustedOrigins ?? [])],
+    database: { db: options.db, type: "postgres", transaction: true },
+    ...(options.secondaryStorage ? { secondaryStorage: options.secondaryStorage } : {}),
+    telemetry: { enabled: false },
+    emailAndPassword: {
+      enabled: true,
+      minPasswordLength: 8,
+      autoSignIn: true,
+      revokeSessionsOnPasswordReset: true,
+      sendResetPassword: async ({ user, url, token }) => {
+        await options.sendResetPassword?.({ user: { id: user.id, email: user.email, name: user.name }, url, token });
+      },
+    },
+    user: {
+      additionalFields: {
+        isSiteAdmin: { type: "boolean", required: false, defaultValue: false, input: false },
+        deactivatedAt: { type: "date", required: false, input: false },
+      },
+    },
+    session: {
+      expiresIn: SESSION_EXPIRES_IN_SECONDS,
+      updateAge: SESSION_UPDATE_AGE_SECONDS,
+      // Tether resolves sessions itself with one SQL query, so rows must stay in the database even
+      // when a secondary store is configured.
+      storeSessionInDatabase: true,
+    },
+    rateLimit: {
+      enabled: options.rateLimit ?? false,
+      window: 60,
+      max: 100,
+      customRules: {
+        "/sign-in/*": { window: 60, max: 10 },
+        "/sign-up/*": { window: 60, max: 10 },
+        "/request-password-reset": { window: 60, max: 5 },
+        "/edge/*": { window: 60, max: 30 },
+      },
+    },
+    advanced: {
+      ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] },
+      // Tether checks Origin/Referer for every state-changing request in one Fastify hook
+      // (see origin-guard.ts), including these routes. Callback URLs are still validated.
+      disableCSRFCheck: true,
+    },
+    databaseHooks: {
+      session: {
+        create: {
+          // A deactivated user cannot start a session by any sign-in method. Hooks must query
+          // through the internal adapter: the outer Kysely instance deadlocks PGlite here.
+          before: async (session, ctx) => {
+            const user = await ctx?.context.internalAdapter.findUserById(session.userId);
+            if (user && (user as { deactivatedAt?: Date | null }).deactivatedAt) {
+              throw new APIError("FORBIDDEN", { code: "ACCOUNT_DEACTIVATED", message: "This account is deactivated" });
+            }
+          },
+        },
+      },
+    },
+    plugins: [...(options.plugins ?? [])],
+  } satisfies BetterAuthOptions;
+  return betterAuth(authOptions);
+}
+
+export type Auth = ReturnType<typeof createAuth>;

@@ -1,0 +1,131 @@
+import type { Kysely } from "kysely";
+import type { Database, SessionRow, UserRow } from "../../db/schema.js";
+import type { Auth } from "../auth/create-auth.js";
+import { verifyApiToken } from "./api-tokens.js";
+import { verifySignedCookie } from "./cookie-signature.js";
+
+/** The user as better-auth returns it, with Tether's two fields. */
+export type SessionUser = UserRow;
+
+/** The seed's shapes: a cookie session, an API-token caller, or (elsewhere) `null`. */
+export type CookieSession = { user: SessionUser; session: SessionRow };
+export type TokenSession = { user: SessionUser; session: null };
+export type ResolvedSession = CookieSession | TokenSession;
+
+/** What one request resolves to, before any `requiredScope` is applied. */
+export interface Resolution {
+  session: ResolvedSession | null;
+  /** The API token's scopes, for a token caller; null otherwise. */
+  tokenScopes: string[] | null;
+  /** Cookies better-auth set while refreshing or expiring the session; the caller forwards them. */
+  setCookies: string[];
+}
+
+export interface ResolutionInput {
+  /** The session cookie's raw (URL-decoded) value, if the request has one. */
+  sessionCookie: string | undefined;
+  authorization: string | undefined;
+  /** The request's headers, for the rare cases handed to better-auth. */
+  headers: () => Headers;
+}
+
+export interface SessionResolverDeps {
+  db: Kysely<Database>;
+  auth: Auth;
+  secret: string;
+  expiresInSeconds: number;
+  updateAgeSeconds: number;
+}
+
+const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, setCookies: [] }) as Resolution;
+
+/**
+ * The hot path of every request. Order, as the seed says: a cookie session (deactivated → null),
+ * else an `Authorization: Bearer sk_…` token, else null. The cookie is verified with node:crypto and
+ * looked up with one indexed query joining session and user; only a session that is expired or due
+ * for refresh goes to better-auth, which extends or deletes it and sets the cookie.
+ */
+export function createSessionResolver(deps: SessionResolverDeps) {
+  const { db, auth } = deps;
+  const refreshWindowMs = (deps.expiresInSeconds - deps.updateAgeSeconds) * 1000;
+
+  async function resolveCookie(input: ResolutionInput, token: string): Promise<Resolution | null> {
+    const row = await findSessionWithUser(db, token);
+    if (!row) return null;
+    if (row.user.deactivatedAt) return ANONYMOUS;
+    const now = Date.now();
+    const expired = row.session.expiresAt.getTime() <= now;
+    const dueForRefresh = row.session.expiresAt.getTime() - refreshWindowMs <= now;
+    if (!expired && !dueForRefresh) return { session: row, tokenScopes: null, setCookies: [] };
+
+    const { headers, response } = await auth.api.getSession({ headers: input.headers(), returnHeaders: true });
+    const setCookies = headers.getSetCookie();
+    if (!response) return { session: null, tokenScopes: null, setCookies };
+    const refreshed = { user: { ...row.user }, session: { ...row.session, expiresAt: new Date(response.session.expiresAt), updatedAt: new Date(response.session.updatedAt) } };
+    return { session: refreshed, tokenScopes: null, setCookies };
+  }
+
+  async function resolveToken(authorization: string): Promise<Resolution> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!match) return ANONYMOUS;
+    const verified = await verifyApiToken(db, match[1]!);
+    if (!verified || verified.user.deactivatedAt) return ANONYMOUS;
+    return { session: { user: verified.user, session: null }, tokenScopes: verified.scopes, setCookies: [] };
+  }
+
+  return async function resolveSession(input: ResolutionInput): Promise<Resolution> {
+    const token = input.sessionCookie ? verifySignedCookie(input.sessionCookie, deps.secret) : null;
+    if (token) {
+      const fromCookie = await resolveCookie(input, token);
+      // A deactivated user's cookie resolves to anonymous; it does not fall through to a token.
+      if (fromCookie) return fromCookie;
+    }
+    if (input.authorization) return resolveToken(input.authorization);
+    return ANONYMOUS;
+  };
+}
+
+export type SessionResolver = ReturnType<typeof createSessionResolver>;
+
+/** One indexed query: the session row by its unique token, joined to its user. */
+export async function findSessionWithUser(db: Kysely<Database>, token: string): Promise<CookieSession | null> {
+  const row = await db
+    .selectFrom("session as s")
+    .innerJoin("user as u", "u.id", "s.userId")
+    .select([
+      "s.id as s_id",
+      "s.expiresAt as s_expiresAt",
+      "s.token as s_token",
+      "s.createdAt as s_createdAt",
+      "s.updatedAt as s_updatedAt",
+      "s.ipAddress as s_ipAddress",
+      "s.userAgent as s_userAgent",
+      "s.userId as s_userId",
+      "u.id",
+      "u.name",
+      "u.email",
+      "u.emailVerified",
+      "u.image",
+      "u.createdAt",
+      "u.updatedAt",
+      "u.isSiteAdmin",
+      "u.deactivatedAt",
+    ])
+    .where("s.token", "=", token)
+    .executeTakeFirst();
+  if (!row) return null;
+  const { s_id, s_expiresAt, s_token, s_createdAt, s_updatedAt, s_ipAddress, s_userAgent, s_userId, ...user } = row;
+  return {
+    user,
+    session: {
+      id: s_id,
+      expiresAt: s_expiresAt,
+      token: s_token,
+      createdAt: s_createdAt,
+      updatedAt: s_updatedAt,
+      ipAddress: s_ipAddress,
+      userAgent: s_userAgent,
+      userId: s_userId,
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { ForbiddenError, LoginRequiredError } from "../../http/errors.js";
+import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
+import { tokenAllows } from "./api-tokens.js";
+import { createSessionResolver, type Resolution, type ResolvedSession } from "./resolve-session.js";
+
+export interface SessionOptions {
+  /** Capability demanded of an API-token caller; a scoped token without it is anonymous. Cookies ignore it. */
+  requiredScope?: string;
+}
+
+/** What the UI may see (`fetchSession`). */
+export interface UiUser {
+  id: string;
+  name: string;
+  email: string;
+  isSiteAdmin: boolean;
+}
+export interface UiSession {
+  user: UiUser;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The session, or null. For places where anonymous is valid. */
+    getSession(options?: SessionOptions): Promise<ResolvedSession | null>;
+    /** The session, or a thrown 302 to `/login`. */
+    requireSession(options?: SessionOptions): Promise<ResolvedSession>;
+    /** The session of a site admin, or a thrown 302 (anonymous) / 403 `Forbidden` (not an admin). */
+    requireSiteAdmin(options?: SessionOptions): Promise<ResolvedSession>;
+    /** The UI-safe session, or null. */
+    fetchSession(): Promise<UiSession | null>;
+  }
+}
+
+export function toUiSession(session: ResolvedSession | null): UiSession | null {
+  if (!session) return null;
+  const { id, name, email, isSiteAdmin } = session.user;
+  return { user: { id, name, email, isSiteAdmin: isSiteAdmin === true } };
+}
+
+/**
+ * Per-request, lazy session resolution. Nothing runs until a handler asks; the first question
+ * resolves the request once and later questions (with any scope) reuse that answer.
+ */
+export const sessionPlugin = fp(
+  async (fastify) => {
+    const { auth, db } = fastify;
+    const context = await auth.$context;
+    const cookieName = context.authCookies.sessionToken.name;
+    const resolveSession = createSessionResolver({
+      db,
+      auth,
+      secret: context.secret,
+      expiresInSeconds: SESSION_EXPIRES_IN_SECONDS,
+      updateAgeSeconds: SESSION_UPDATE_AGE_SECONDS,
+    });
+
+    const requestHeaders = (request: FastifyRequest) => () => {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+      }
+      return headers;
+    };
+
+    const bind = (request: FastifyRequest, reply: FastifyReply) => {
+      let pending: Promise<Resolution> | undefined;
+      const resolveOnce = () =>
+        (pending ??= resolveSession({
+          sessionCookie: request.cookies[cookieName],
+          authorization: request.headers.authorization,
+          headers: requestHeaders(request),
+        }).then((resolution) => {
+          if (resolution.setCookies.length > 0) reply.header("set-cookie", resolution.setCookies);
+          return resolution;
+        }));
+
+      const getSession = async (options?: SessionOptions) => {
+        const { session, tokenScopes } = await resolveOnce();
+        if (session && tokenScopes && !tokenAllows(tokenScopes, options?.requiredScope)) return null;
+        return session;
+      };
+      const requireSession = async (options?: SessionOptions) => {
+        const session = await getSession(options);
+        if (!session) throw new LoginRequiredError();
+        return session;
+      };
+      request.getSession = getSession;
+      request.requireSession = requireSession;
+      request.requireSiteAdmin = async (options?: SessionOptions) => {
+        const session = await requireSession(options);
+        if (session.user.isSiteAdmin !== true) throw new ForbiddenError();
+        return session;
+      };
+      request.fetchSession = async () => toUiSession(await getSession());
+    };
+
+    fastify.decorateRequest("getSession", null as never);
+    fastify.decorateRequest("requireSession", null as never);
+    fastify.decorateRequest("requireSiteAdmin", null as never);
+    fastify.decorateRequest("fetchSession", null as never);
+    fastify.addHook("onRequest", (request, reply, done) => {
+      bind(request, reply);
+      done();
+    });
+  },
+  { name: "tether-session", dependencies: ["tether-db", "tether-auth", "tether-errors", "@fastify/cookie"] },
+);

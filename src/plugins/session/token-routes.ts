@@ -1,0 +1,53 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import fp from "fastify-plugin";
+import { HttpError, notFound, unauthorized } from "../../http/errors.js";
+import { createApiToken, listApiTokens, revokeApiToken } from "./api-tokens.js";
+
+export const SCOPE_PATTERN = "^[a-z][a-z0-9:_.-]{0,63}$";
+
+export const CreateTokenBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    scopes: Type.Optional(Type.Array(Type.String({ pattern: SCOPE_PATTERN }), { maxItems: 32 })),
+    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+  },
+  { additionalProperties: false },
+);
+
+const TokenIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+/**
+ * The signed-in user's API tokens as JSON: create (the `sk_…` value is returned once), list, revoke.
+ * Only a cookie session can mint a token: a token that could mint tokens could outlive its revocation.
+ */
+const routes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.post("/api/tokens", { schema: { body: CreateTokenBody } }, async (request, reply) => {
+    const session = await request.getSession();
+    if (!session) throw unauthorized();
+    if (session.session === null) {
+      throw new HttpError(403, "COOKIE_SESSION_REQUIRED", "API tokens can be created only from a signed-in browser session");
+    }
+    const created = await createApiToken(fastify.db, { userId: session.user.id, ...request.body, name: request.body.name.trim() });
+    return reply.code(201).send(created);
+  });
+
+  fastify.get("/api/tokens", async (request) => {
+    const session = await request.getSession();
+    if (!session) throw unauthorized();
+    return { tokens: await listApiTokens(fastify.db, session.user.id) };
+  });
+
+  fastify.delete("/api/tokens/:id", { schema: { params: TokenIdParams } }, async (request, reply) => {
+    const session = await request.getSession();
+    if (!session) throw unauthorized();
+    if (!(await revokeApiToken(fastify.db, session.user.id, request.params.id))) throw notFound("No such token");
+    return reply.code(204).send();
+  });
+};
+
+export const apiTokenRoutes = fp(routes, {
+  name: "tether-api-token-routes",
+  dependencies: ["tether-session"],
+  encapsulate: true,
+});

@@ -1,0 +1,41 @@
+import { buildApp } from "./app.js";
+import { ConfigError, loadConfig } from "./config/env.js";
+import { DatabaseBusyError } from "./db/pglite-lock.js";
+import { openRuntime } from "./runtime.js";
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const runtime = await openRuntime(config, { migrate: true });
+  const app = await buildApp({
+    config,
+    db: runtime.database.db,
+    secret: runtime.secret,
+    ...(runtime.redis ? { redis: runtime.redis } : {}),
+    logger: { level: process.env.LOG_LEVEL ?? "info" },
+  });
+  app.addHook("onClose", async () => runtime.close());
+
+  let closing = false;
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      if (closing) return;
+      closing = true;
+      app.log.info(`${signal}: shutting down`);
+      app.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info(`Tether on ${config.baseURL} (database: ${runtime.database.kind === "postgres" ? "PostgreSQL" : `embedded, ${config.dataDir}`})`);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof DatabaseBusyError) {
+    console.error(error.message);
+  } else {
+    console.error(error);
+  }
+  process.exit(1);
+});
