@@ -1,6 +1,7 @@
 import type { Migration } from "kysely/migration";
 import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
+import * as sessionInvalidation from "./0002_session_invalidation.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -10,6 +11,7 @@ import * as apiTokens from "./0002_api_tokens.js";
 export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
   "0002_api_tokens": apiTokens,
+  "0002_session_invalidation": sessionInvalidation,
 };
 
 /** Every migration the example app runs. */

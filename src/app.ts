@@ -6,6 +6,7 @@ import type { Redis } from "ioredis";
 import type { Kysely } from "kysely";
 import type { AppConfig } from "./config/env.js";
 import { dbPlugin } from "./db/db-plugin.js";
+import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin } from "./http/error-handler.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
@@ -22,6 +23,8 @@ import { meRoutes } from "./routes/me.js";
 export interface BuildAppOptions {
   config: AppConfig;
   db: Kysely<Database>;
+  /** LISTEN on the database (`DatabaseHandle.listen`): turns on the invalidated session cache. */
+  listen?: NotificationSource;
   /** better-auth's secret (from the environment, or generated once into the data directory). */
   secret: string;
   /** Shared store for rate-limit counters and session lookups across instances. */
@@ -61,7 +64,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(errorHandlerPlugin);
   await app.register(cookie);
   await app.register(formbody);
-  await app.register(dbPlugin, { db: options.db });
+  await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
   await app.register(originGuardPlugin, { trustedOrigins: [config.baseURL, ...config.trustedOrigins] });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);

@@ -9,6 +9,7 @@ async function main(): Promise<void> {
   const app = await buildApp({
     config,
     db: runtime.database.db,
+    listen: runtime.database.listen,
     secret: runtime.secret,
     ...(runtime.redis ? { redis: runtime.redis } : {}),
     logger: { level: process.env.LOG_LEVEL ?? "info" },

@@ -3,6 +3,7 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
+import { listenWithPg, listenWithPglite, type NotificationSource } from "./notifications.js";
 import type { Database } from "./schema.js";
 
 export type DatabaseTarget =
@@ -13,6 +14,8 @@ export type DatabaseTarget =
 export interface DatabaseHandle {
   db: Kysely<Database>;
   kind: DatabaseTarget["kind"];
+  /** LISTEN on a channel; see notifications.ts. */
+  listen: NotificationSource;
   close(): Promise<void>;
 }
 
@@ -29,7 +32,8 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
       ...(target.schema ? { options: `-c search_path=${target.schema}` } : {}),
     });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, kind: target.kind, close: () => db.destroy() };
+    const listen = listenWithPg({ connectionString: target.url });
+    return { db, kind: target.kind, listen, close: () => db.destroy() };
   }
   let dataDir: string | undefined;
   if (target.kind === "pglite") {
@@ -39,5 +43,5 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
   const pglite = new PGlite(dataDir);
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
-  return { db, kind: target.kind, close: () => db.destroy() };
+  return { db, kind: target.kind, listen: listenWithPglite(pglite), close: () => db.destroy() };
 }

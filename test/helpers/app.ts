@@ -46,7 +46,7 @@ export async function startTestApp(t: Test, options: TestAppOptions = {}): Promi
   const ownDatabase = !options.database;
   const database = options.database ?? (await openTestDatabase());
   const redis = options.redis ? new Redis(TEST_REDIS_URL!, { maxRetriesPerRequest: 2 }) : undefined;
-  const app = await buildApp({ config, db: database.db, secret: TEST_SECRET, ...(redis ? { redis } : {}) });
+  const app = await buildApp({ config, db: database.db, listen: database.listen, secret: TEST_SECRET, ...(redis ? { redis } : {}) });
   await options.beforeListen?.(app);
   await app.listen({ port, host: "127.0.0.1" });
   let closed = false;

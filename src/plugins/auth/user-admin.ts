@@ -11,6 +11,20 @@ export interface UserListing {
   createdAt: Date;
 }
 
+type UserChangeListener = (userId: string) => void;
+const changeListeners = new WeakMap<Auth, Set<UserChangeListener>>();
+
+/**
+ * Tells `listener` about every user this process changes through `userAdmin(auth, …)`, before the
+ * operation returns. (Changes made anywhere else arrive through database notifications.)
+ */
+export function onUserChanged(auth: Auth, listener: UserChangeListener): () => void {
+  let listeners = changeListeners.get(auth);
+  if (!listeners) changeListeners.set(auth, (listeners = new Set()));
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
 /**
  * Admin operations on users. Updates go through better-auth's internal adapter (so a secondary
  * store's cached copy of the user changes too), and deactivation deletes the user's sessions: the
@@ -18,6 +32,9 @@ export interface UserListing {
  */
 export function userAdmin(auth: Auth, db: Kysely<Database>) {
   const internal = async () => (await auth.$context).internalAdapter;
+  const changed = (userId: string) => {
+    for (const listener of changeListeners.get(auth) ?? []) listener(userId);
+  };
 
   return {
     async list(): Promise<UserListing[]> {
@@ -44,14 +61,17 @@ export function userAdmin(auth: Auth, db: Kysely<Database>) {
       const adapter = await internal();
       await adapter.updateUser(userId, { deactivatedAt: new Date() });
       await adapter.deleteUserSessions(userId);
+      changed(userId);
     },
 
     async reactivate(userId: string): Promise<void> {
       await (await internal()).updateUser(userId, { deactivatedAt: null });
+      changed(userId);
     },
 
     async setSiteAdmin(userId: string, value: boolean): Promise<void> {
       await (await internal()).updateUser(userId, { isSiteAdmin: value });
+      changed(userId);
     },
 
     /** Deletes the user; sessions, accounts, API tokens and devices go with them (cascade). */
@@ -59,6 +79,7 @@ export function userAdmin(auth: Auth, db: Kysely<Database>) {
       const adapter = await internal();
       await adapter.deleteUserSessions(userId);
       await adapter.deleteUser(userId);
+      changed(userId);
     },
   };
 }

@@ -76,11 +76,10 @@ export async function revokeApiToken(db: Kysely<Database>, userId: string, token
 }
 
 /**
- * One indexed lookup (by the value's hash) joined to its user. Expired tokens verify as nothing.
- * The last-used time is written in the background, and only when it is a minute stale.
+ * One indexed lookup by the hash of the token's value, joined to its user. It returns the row as
+ * stored, expired or not: `isExpired` and `isLastUsedStale` decide what to do with it.
  */
-export async function verifyApiToken(db: Kysely<Database>, value: string): Promise<VerifiedApiToken | null> {
-  if (!isWellFormedApiToken(value)) return null;
+export async function findApiTokenByHash(db: Kysely<Database>, tokenHash: string): Promise<StoredApiToken | null> {
   const row = await db
     .selectFrom("api_token as t")
     .innerJoin("user as u", "u.id", "t.user_id")
@@ -99,22 +98,42 @@ export async function verifyApiToken(db: Kysely<Database>, value: string): Promi
       "u.isSiteAdmin",
       "u.deactivatedAt",
     ])
-    .where("t.token_hash", "=", hashSecret(value))
+    .where("t.token_hash", "=", tokenHash)
     .executeTakeFirst();
   if (!row) return null;
-  const now = Date.now();
-  if (row.expiresAt && row.expiresAt.getTime() <= now) return null;
-  if (!row.lastUsedAt || now - row.lastUsedAt.getTime() > LAST_USED_WRITE_INTERVAL_MS) {
-    db.updateTable("api_token")
-      .set({ last_used_at: new Date(now) })
-      .where("id", "=", row.tokenId)
-      .execute()
-      .catch(() => {
-        /* last-used is advisory; a failed write must not fail the request */
-      });
-  }
-  const { tokenId, scopes, expiresAt: _e, lastUsedAt: _l, ...user } = row;
-  return { tokenId, scopes, user };
+  const { tokenId, scopes, expiresAt, lastUsedAt, ...user } = row;
+  return { tokenId, scopes, expiresAt, lastUsedAt, user };
+}
+
+export interface StoredApiToken extends VerifiedApiToken {
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+export const isExpired = (token: { expiresAt: Date | null }, now = Date.now()) => token.expiresAt !== null && token.expiresAt.getTime() <= now;
+
+export const isLastUsedStale = (token: { lastUsedAt: Date | null }, now = Date.now()) =>
+  token.lastUsedAt === null || now - token.lastUsedAt.getTime() > LAST_USED_WRITE_INTERVAL_MS;
+
+/** Records use in the background: last-used is advisory, so a failed write must not fail a request. */
+export function markApiTokenUsed(db: Kysely<Database>, tokenId: string, at = new Date()): void {
+  db.updateTable("api_token")
+    .set({ last_used_at: at })
+    .where("id", "=", tokenId)
+    .execute()
+    .catch(() => {});
+}
+
+/**
+ * Verifies an `sk_…` value without a cache: one indexed lookup; the last-used time is written only
+ * when it is a minute stale. (The session plugin does the same through its cache.)
+ */
+export async function verifyApiToken(db: Kysely<Database>, value: string): Promise<VerifiedApiToken | null> {
+  if (!isWellFormedApiToken(value)) return null;
+  const stored = await findApiTokenByHash(db, hashSecret(value));
+  if (!stored || isExpired(stored)) return null;
+  if (isLastUsedStale(stored)) markApiTokenUsed(db, stored.tokenId);
+  return { tokenId: stored.tokenId, scopes: stored.scopes, user: stored.user };
 }
 
 /** A token without scopes is unrestricted; a scoped one carries only its scopes. */

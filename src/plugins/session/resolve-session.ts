@@ -1,7 +1,9 @@
 import type { Kysely } from "kysely";
 import type { Database, SessionRow, UserRow } from "../../db/schema.js";
 import type { Auth } from "../auth/create-auth.js";
-import { verifyApiToken } from "./api-tokens.js";
+import { hashSecret } from "../../crypto/secrets.js";
+import { findApiTokenByHash, isExpired, isLastUsedStale, isWellFormedApiToken, markApiTokenUsed } from "./api-tokens.js";
+import type { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
 
 /** The user as better-auth returns it, with Tether's two fields. */
@@ -35,6 +37,8 @@ export interface SessionResolverDeps {
   secret: string;
   expiresInSeconds: number;
   updateAgeSeconds: number;
+  /** Optional cache of resolved sessions and tokens, kept correct by database notifications. */
+  cache?: AuthCache;
 }
 
 const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, setCookies: [] }) as Resolution;
@@ -42,15 +46,24 @@ const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, 
 /**
  * The hot path of every request. Order, as the seed says: a cookie session (deactivated → null),
  * else an `Authorization: Bearer sk_…` token, else null. The cookie is verified with node:crypto and
- * looked up with one indexed query joining session and user; only a session that is expired or due
- * for refresh goes to better-auth, which extends or deletes it and sets the cookie.
+ * looked up in the cache or with one indexed query joining session and user; only a session that is
+ * expired or due for refresh goes to better-auth, which extends or deletes it and sets the cookie.
  */
 export function createSessionResolver(deps: SessionResolverDeps) {
-  const { db, auth } = deps;
+  const { db, auth, cache } = deps;
   const refreshWindowMs = (deps.expiresInSeconds - deps.updateAgeSeconds) * 1000;
 
-  async function resolveCookie(input: ResolutionInput, token: string): Promise<Resolution | null> {
+  async function findSession(token: string): Promise<CookieSession | null> {
+    const cached = cache?.getSession(token);
+    if (cached) return cached;
+    const version = cache?.version ?? 0;
     const row = await findSessionWithUser(db, token);
+    if (row) cache?.storeSession(token, row, version);
+    return row;
+  }
+
+  async function resolveCookie(input: ResolutionInput, token: string): Promise<Resolution | null> {
+    const row = await findSession(token);
     if (!row) return null;
     if (row.user.deactivatedAt) return ANONYMOUS;
     const now = Date.now();
@@ -67,10 +80,24 @@ export function createSessionResolver(deps: SessionResolverDeps) {
 
   async function resolveToken(authorization: string): Promise<Resolution> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match) return ANONYMOUS;
-    const verified = await verifyApiToken(db, match[1]!);
-    if (!verified || verified.user.deactivatedAt) return ANONYMOUS;
-    return { session: { user: verified.user, session: null }, tokenScopes: verified.scopes, setCookies: [] };
+    if (!match || !isWellFormedApiToken(match[1]!)) return ANONYMOUS;
+    const hash = hashSecret(match[1]!);
+    let stored = cache?.getToken(hash);
+    if (!stored) {
+      const version = cache?.version ?? 0;
+      const found = await findApiTokenByHash(db, hash);
+      if (!found) return ANONYMOUS;
+      cache?.storeToken(hash, found, version);
+      stored = found;
+    }
+    const now = Date.now();
+    if (isExpired(stored, now) || stored.user.deactivatedAt) return ANONYMOUS;
+    if (isLastUsedStale(stored, now)) {
+      markApiTokenUsed(db, stored.tokenId, new Date(now));
+      // The cached copy is frozen; re-store it with the new time so the next minute writes nothing.
+      if (cache) cache.storeToken(hash, { ...stored, lastUsedAt: new Date(now) }, cache.version);
+    }
+    return { session: { user: stored.user, session: null }, tokenScopes: stored.scopes, setCookies: [] };
   }
 
   return async function resolveSession(input: ResolutionInput): Promise<Resolution> {

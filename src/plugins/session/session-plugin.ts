@@ -1,8 +1,11 @@
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ForbiddenError, LoginRequiredError } from "../../http/errors.js";
 import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
+import { onUserChanged } from "../auth/user-admin.js";
 import { tokenAllows } from "./api-tokens.js";
+import { AuthCache } from "./auth-cache.js";
+import { verifySignedCookie } from "./cookie-signature.js";
 import { createSessionResolver, type Resolution, type ResolvedSession } from "./resolve-session.js";
 
 export interface SessionOptions {
@@ -34,6 +37,25 @@ declare module "fastify" {
   }
 }
 
+export const AUTH_INVALIDATION_CHANNEL = "tether_auth_invalidate";
+
+/** The session cache, live only while the database's invalidation channel is. */
+async function startAuthCache(fastify: FastifyInstance): Promise<AuthCache> {
+  const cache = new AuthCache();
+  const subscription = await fastify.dbListen!(AUTH_INVALIDATION_CHANNEL, {
+    onMessage: (payload) => cache.invalidate(payload),
+    onReady: () => cache.resume(),
+    onLost: () => cache.suspend(),
+  });
+  const stopListening = onUserChanged(fastify.auth, (userId) => cache.dropUser(userId));
+  fastify.addHook("onClose", async () => {
+    stopListening();
+    cache.suspend();
+    await subscription.close();
+  });
+  return cache;
+}
+
 export function toUiSession(session: ResolvedSession | null): UiSession | null {
   if (!session) return null;
   const { id, name, email, isSiteAdmin } = session.user;
@@ -49,13 +71,28 @@ export const sessionPlugin = fp(
     const { auth, db } = fastify;
     const context = await auth.$context;
     const cookieName = context.authCookies.sessionToken.name;
+    const cache = fastify.dbListen ? await startAuthCache(fastify) : undefined;
     const resolveSession = createSessionResolver({
       db,
       auth,
       secret: context.secret,
       expiresInSeconds: SESSION_EXPIRES_IN_SECONDS,
       updateAgeSeconds: SESSION_UPDATE_AGE_SECONDS,
+      ...(cache ? { cache } : {}),
     });
+    const authBasePath = `${auth.options.basePath ?? "/api/auth"}/`;
+
+    if (cache) {
+      // Whatever an auth API call did to the caller's own session (sign-out, password change), this
+      // process forgets it before the response leaves; other processes hear it from the database.
+      fastify.addHook("onSend", async (request, _reply, payload) => {
+        if (request.method === "POST" && request.url.startsWith(authBasePath)) {
+          const token = verifySignedCookie(request.cookies[cookieName] ?? "", context.secret);
+          if (token) cache.dropSession(token);
+        }
+        return payload;
+      });
+    }
 
     const requestHeaders = (request: FastifyRequest) => () => {
       const headers = new Headers();

@@ -1,0 +1,14 @@
+/** `tether/auth`: the better-auth instance, its Fastify bridge, origin checks, edge SSO and user admin. */
+export { createAuth, type Auth, type CreateAuthOptions, type ResetPasswordMessage, SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "./create-auth.js";
+export { authPlugin, type AuthPluginOptions, type AuthCall } from "./auth-plugin.js";
+export { originGuardPlugin, judgeOrigin, type OriginGuardOptions, type OriginVerdict } from "./origin-guard.js";
+export { edgeSso, type EdgeSsoOptions } from "./edge-sso.js";
+export { redisSecondaryStorage } from "./redis-storage.js";
+export { userAdmin, type UserAdmin, type UserListing } from "./user-admin.js";
+export { errorHandlerPlugin, wantsHtml, redirectTo, type ErrorBody, type ErrorPageRenderer } from "../../http/error-handler.js";
+export { HttpError, LoginRequiredError, ForbiddenError } from "../../http/errors.js";
+export { dbPlugin, type DbPluginOptions } from "../../db/db-plugin.js";
+export { openDatabase, type DatabaseHandle, type DatabaseTarget } from "../../db/connect.js";
+export { migrateToLatest } from "../../db/migrate.js";
+export type { Database } from "../../db/schema.js";
+export { authMigrations } from "../../../migrations/index.js";
