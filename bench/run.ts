@@ -1,0 +1,15 @@
+/**
+ * `npm run bench`: every section from one run, each printed as ratios against a baseline measured in
+ * the same run (these machines are noisy, so absolute numbers mean little on their own).
+ * `npm run bench -- auth` runs one section.
+ */
+import { benchAuth } from "./auth.js";
+
+const sections: Record<string, () => Promise<void>> = {
+  auth: benchAuth,
+};
+
+const wanted = process.argv.slice(2);
+for (const [name, run] of Object.entries(sections)) {
+  if (wanted.length === 0 || wanted.includes(name)) await run();
+}
