@@ -1,0 +1,63 @@
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import t from "tap";
+import { freePort } from "../helpers/app.js";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, "../..");
+
+// Teams install Tether as a package and import built JavaScript on plain Node (no tsx, no TypeScript).
+t.test("npm run build emits every export, importable on plain Node", async (t) => {
+  await run("npm", ["run", "-s", "build"], { cwd: ROOT });
+  const script = `
+    for (const entry of ["tether/auth", "tether/session", "tether/host", "tether/tools"]) {
+      const mod = await import(entry);
+      console.log(entry, Object.keys(mod).length);
+    }`;
+  const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: ROOT });
+  for (const entry of ["tether/auth", "tether/session", "tether/host", "tether/tools"]) {
+    t.match(stdout, new RegExp(`^${entry} [1-9]\\d*$`, "m"), `${entry} exports something`);
+  }
+});
+
+t.test("the README's embedding example runs as written", async (t) => {
+  const readme = await readFile(path.join(ROOT, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## Embedding the plugins"));
+  const example = /```js\n([\s\S]*?)```/.exec(section)?.[1];
+  t.ok(example, "the README has the example");
+  // Inside the package folder, so `tether/*` resolves to the built package by its own name.
+  const dir = await mkdtemp(path.join(ROOT, ".tmp-example-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, "example.mjs"), example!);
+
+  const port = await freePort();
+  const base = `http://localhost:${port}`;
+  const child = spawn(process.execPath, ["example.mjs"], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), BETTER_AUTH_URL: base, BETTER_AUTH_SECRET: "example-secret-0123456789abcdef0123456789", DATABASE_URL: "" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  t.teardown(() => child.kill());
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const up = await fetch(`${base}/api/projects`, { redirect: "manual" }).catch(() => undefined);
+    if (up) break;
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error("example did not start");
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const anonymous = await fetch(`${base}/api/projects`, { redirect: "manual" });
+  t.equal(anonymous.status, 302, "anonymous callers are sent to /login");
+  t.equal(anonymous.headers.get("location"), "/login");
+
+  const signUp = await fetch(`${base}/api/auth/sign-up/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "Embedder", email: "embedder@example.com", password: "long enough" }),
+  });
+  t.equal(signUp.status, 200);
+  const cookie = signUp.headers.getSetCookie()[0]!.split(";")[0]!;
+  const projects = await fetch(`${base}/api/projects`, { headers: { cookie } });
+  t.same(await projects.json(), { owner: "embedder@example.com", projects: [] });
+});
