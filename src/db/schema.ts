@@ -77,6 +77,19 @@ export interface ApiTokenTable {
 }
 
 export type UserRow = Selectable<UserTable>;
+
+/** Every column of a user (aliased `u`), as better-auth returns a user: for joins that resolve one. */
+export const USER_COLUMNS = [
+  "u.id",
+  "u.name",
+  "u.email",
+  "u.emailVerified",
+  "u.image",
+  "u.createdAt",
+  "u.updatedAt",
+  "u.isSiteAdmin",
+  "u.deactivatedAt",
+] as const;
 export type SessionRow = Selectable<SessionTable>;
 export type ApiTokenRow = Selectable<ApiTokenTable>;
 export type NewApiToken = Insertable<ApiTokenTable>;

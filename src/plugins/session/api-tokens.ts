@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
-import type { ApiTokenRow, Database, UserRow } from "../../db/schema.js";
+import { USER_COLUMNS, type ApiTokenRow, type Database, type UserRow } from "../../db/schema.js";
 
 export const API_TOKEN_PREFIX = "sk_";
 /** How much of a token's value a list shows (`sk_` plus 6 characters): enough to tell tokens apart. */
@@ -88,15 +88,7 @@ export async function findApiTokenByHash(db: Kysely<Database>, tokenHash: string
       "t.scopes as scopes",
       "t.expires_at as expiresAt",
       "t.last_used_at as lastUsedAt",
-      "u.id",
-      "u.name",
-      "u.email",
-      "u.emailVerified",
-      "u.image",
-      "u.createdAt",
-      "u.updatedAt",
-      "u.isSiteAdmin",
-      "u.deactivatedAt",
+      ...USER_COLUMNS,
     ])
     .where("t.token_hash", "=", tokenHash)
     .executeTakeFirst();

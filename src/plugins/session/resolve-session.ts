@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import type { Database, SessionRow, UserRow } from "../../db/schema.js";
+import { USER_COLUMNS, type Database, type SessionRow, type UserRow } from "../../db/schema.js";
 import type { Auth } from "../auth/create-auth.js";
 import { hashSecret } from "../../crypto/secrets.js";
 import { findApiTokenByHash, isExpired, isLastUsedStale, isWellFormedApiToken, markApiTokenUsed } from "./api-tokens.js";
@@ -128,15 +128,7 @@ export async function findSessionWithUser(db: Kysely<Database>, token: string): 
       "s.ipAddress as s_ipAddress",
       "s.userAgent as s_userAgent",
       "s.userId as s_userId",
-      "u.id",
-      "u.name",
-      "u.email",
-      "u.emailVerified",
-      "u.image",
-      "u.createdAt",
-      "u.updatedAt",
-      "u.isSiteAdmin",
-      "u.deactivatedAt",
+      ...USER_COLUMNS,
     ])
     .where("s.token", "=", token)
     .executeTakeFirst();
