@@ -2,6 +2,7 @@ import type { Migration } from "kysely/migration";
 import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
+import * as host from "./0003_host.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -14,7 +15,13 @@ export const authMigrations: Record<string, Migration> = {
   "0002_session_invalidation": sessionInvalidation,
 };
 
+/** The device host connector's tables (devices, pairing codes, proposals, audit log). */
+export const hostMigrations: Record<string, Migration> = {
+  "0003_host": host,
+};
+
 /** Every migration the example app runs. */
 export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
+  ...hostMigrations,
 };

@@ -10,6 +10,10 @@ export interface Database {
   account: AccountTable;
   verification: VerificationTable;
   api_token: ApiTokenTable;
+  host_device: HostDeviceTable;
+  host_pairing_code: HostPairingCodeTable;
+  host_proposal: HostProposalTable;
+  host_audit: HostAuditTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -93,3 +97,72 @@ export const USER_COLUMNS = [
 export type SessionRow = Selectable<SessionTable>;
 export type ApiTokenRow = Selectable<ApiTokenTable>;
 export type NewApiToken = Insertable<ApiTokenTable>;
+
+/** Device host connector (migrations/0003_host.ts). */
+export interface HostDeviceTable {
+  id: string;
+  user_id: string;
+  name: string;
+  platform: string;
+  /** SHA-256 of the device's bearer token; the token itself is never stored. */
+  token_hash: string;
+  /** The tools the device announced at its last hello (name, description, input schema, class). */
+  tools: ColumnType<unknown[] | null, string | null | undefined, string | null>;
+  roots: ColumnType<string[] | null, string | null | undefined, string | null>;
+  agent: string | null;
+  created_at: Generated<Date>;
+  last_seen_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface HostPairingCodeTable {
+  id: string;
+  user_id: string;
+  handle_hash: string;
+  code_hash: string;
+  failed_attempts: Generated<number>;
+  created_at: Generated<Date>;
+  expires_at: Date;
+  used_at: Date | null;
+  device_id: string | null;
+}
+
+export type HostProposalStatus = "pending" | "applying" | "applied" | "failed" | "rejected" | "expired";
+
+export interface HostProposalTable {
+  id: string;
+  user_id: string;
+  device_id: string;
+  tool: string;
+  input: ColumnType<unknown, string, string>;
+  diff: string;
+  summary: string;
+  status: ColumnType<HostProposalStatus, HostProposalStatus | undefined, HostProposalStatus>;
+  created_at: Generated<Date>;
+  expires_at: Date;
+  decided_at: Date | null;
+  finished_at: Date | null;
+  result: ColumnType<unknown, string | null | undefined, string | null>;
+  error_code: string | null;
+  error_message: string | null;
+}
+
+export interface HostAuditTable {
+  id: Generated<string>;
+  user_id: string;
+  device_id: string | null;
+  proposal_id: string | null;
+  event: string;
+  actor: string;
+  tool: string | null;
+  mode: string | null;
+  input_digest: string | null;
+  outcome: string;
+  error_code: string | null;
+  duration_ms: number | null;
+  at: Generated<Date>;
+}
+
+export type HostDeviceRow = Selectable<HostDeviceTable>;
+export type HostProposalRow = Selectable<HostProposalTable>;
+export type HostAuditRow = Selectable<HostAuditTable>;
