@@ -14,11 +14,13 @@ import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-aut
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
+import { guardedPagesPlugin, pagesPlugin, type GuardedPagePlugin } from "./web/index.js";
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -30,6 +32,8 @@ export interface BuildAppOptions {
   /** Shared store for rate-limit counters and session lookups across instances. */
   redis?: Redis;
   logger?: FastifyServerOptions["logger"];
+  /** Further signed-in pages; each inherits the route guard (see src/web/guard.ts). */
+  guardedPages?: GuardedPagePlugin[];
 }
 
 /**
@@ -69,9 +73,12 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);
   await app.register(apiTokenRoutes);
+  await app.register(hostPlugin);
   await app.register(meRoutes);
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
+  await app.register(pagesPlugin);
+  await app.register(guardedPagesPlugin, { pages: options.guardedPages ?? [] });
   return app;
 }
 

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
 
 /**
  * The one place Tether hashes and compares secrets (API tokens, device tokens, pairing codes, shared
@@ -20,4 +20,14 @@ export function secretsEqual(a: string, b: string): boolean {
 /** A URL-safe random secret with `bytes` bytes of entropy, optionally prefixed (e.g. `sk_`). */
 export function generateSecret(prefix = "", bytes = 32): string {
   return prefix + randomBytes(bytes).toString("base64url");
+}
+
+/**
+ * A random code of `length` characters drawn uniformly from `alphabet` (e.g. a typeable pairing code
+ * from an unambiguous alphabet). Entropy is length × log2(alphabet size) bits: size it for its use.
+ */
+export function generateCode(alphabet: string, length: number): string {
+  let code = "";
+  for (let i = 0; i < length; i++) code += alphabet[randomInt(alphabet.length)];
+  return code;
 }

@@ -1,0 +1,165 @@
+import { TypeBoxValidatorCompiler, type FastifyPluginAsyncTypebox, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import type { FastifyRequest } from "fastify";
+import { badRequest } from "../../http/errors.js";
+import type { DeviceIdentity } from "./devices.js";
+import { verifyDeviceToken } from "./devices.js";
+import { HostError, toHttpError } from "./errors.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
+import type { RateLimiter } from "./rate-limit.js";
+import { openSseStream } from "./sse-channel.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The device a device-token request comes from; set by the host device routes' auth hook. */
+    hostDevice: DeviceIdentity | null;
+  }
+}
+
+export interface DeviceRoutesOptions {
+  enrollLimiter: RateLimiter;
+  keepAliveMs: number;
+}
+
+const ToolSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9_.:-]+$" }),
+    description: Type.String({ maxLength: 8192 }),
+    inputSchema: Type.Record(Type.String(), Type.Unknown()),
+    class: Type.Union([Type.Literal("read"), Type.Literal("mutate"), Type.Literal("action")]),
+  },
+  { additionalProperties: false },
+);
+
+const HelloSchema = Type.Object(
+  {
+    tools: Type.Array(ToolSchema, { maxItems: 256 }),
+    roots: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 64 }),
+    agent: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+const EnrollSchema = Type.Object(
+  {
+    code: Type.String({ minLength: 1, maxLength: 64 }),
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    platform: Type.String({ minLength: 1, maxLength: 100 }),
+  },
+  { additionalProperties: false },
+);
+
+const CallId = Type.String({ minLength: 1, maxLength: 100 });
+const ResultSchema = Type.Union([
+  Type.Object({ id: CallId, ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object(
+    {
+      id: CallId,
+      ok: Type.Literal(false),
+      error: Type.Object(
+        { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false },
+  ),
+]);
+
+/** A `read_file` result may carry 1 MB of text, which JSON escaping can grow several times. */
+const RESULT_BODY_LIMIT = 16 * 1024 * 1024;
+
+/** Every device-facing request names the protocol version it speaks; the one check for it. */
+function checkProtocol(request: FastifyRequest): void {
+  const spoken = request.headers[PROTOCOL_HEADER];
+  if (spoken === String(PROTOCOL_VERSION)) return;
+  const said = typeof spoken === "string" && spoken !== "" ? `version ${spoken}` : "no version (send the Tether-Protocol header)";
+  throw new HostError(
+    "PROTOCOL_VERSION_UNSUPPORTED",
+    `This server speaks host protocol version ${PROTOCOL_VERSION}; the device speaks ${said}. Update tether-host or the server so they match.`,
+  );
+}
+
+/**
+ * The device side of the connector: enrollment (pairing code → token), and with the device token:
+ * hello, the event stream and results. Device requests carry no cookie and no Origin, so the origin
+ * guard lets them through; the token is their only credential.
+ */
+export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
+  const service = fastify.host;
+  // TypeBox's own checker: unlike Fastify's default Ajv (removeAdditional), it refuses unknown
+  // fields instead of dropping them, so "approve with a changed input" is a clear 400, not ignored.
+  fastify.setValidatorCompiler(TypeBoxValidatorCompiler);
+  fastify.setErrorHandler(async (error) => {
+    throw toHttpError(error);
+  });
+
+  fastify.post(
+    "/api/host/enroll",
+    {
+      schema: { body: EnrollSchema },
+      // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
+      onRequest: async (request, reply) => {
+        checkProtocol(request);
+        const retryAfter = options.enrollLimiter.hit(request.ip);
+        if (retryAfter > 0) {
+          reply.header("retry-after", String(retryAfter));
+          throw new HostError("RATE_LIMITED", `Too many enrollment attempts from this address; try again in ${retryAfter} s`);
+        }
+      },
+    },
+    async (request, reply) => {
+      const { code, name, platform } = request.body;
+      const enrolled = await service.enroll({ code, name: name.trim() || "device", platform: platform.trim() || "unknown" });
+      // Only failed attempts count against the address: a person pairing several machines is fine.
+      options.enrollLimiter.refund(request.ip);
+      return reply.code(201).send(enrolled);
+    },
+  );
+
+  // The routes below authenticate with the device token.
+  await fastify.register(async (instance) => {
+    const authenticated = instance.withTypeProvider<TypeBoxTypeProvider>();
+    authenticated.decorateRequest("hostDevice", null);
+    authenticated.addHook("onRequest", async (request) => {
+      checkProtocol(request);
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
+      if (!match) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
+      const verdict = await verifyDeviceToken(fastify.db, match[1]!);
+      if (!verdict.ok) {
+        throw verdict.reason === "revoked"
+          ? new HostError("DEVICE_REVOKED", "This device's credential was revoked; pair the device again")
+          : new HostError("DEVICE_TOKEN_INVALID", "This device token is not valid; pair the device again");
+      }
+      request.hostDevice = verdict.device;
+    });
+
+    authenticated.post("/api/host/hello", { schema: { body: HelloSchema } }, async (request) => {
+      const device = request.hostDevice!;
+      const names = new Set<string>();
+      for (const tool of request.body.tools) {
+        if (names.has(tool.name)) throw badRequest("INVALID_INPUT", `body: tool "${tool.name}" is announced twice`);
+        names.add(tool.name);
+      }
+      await service.hello(device, request.body);
+      const reply: HelloReply = { protocol: PROTOCOL_VERSION, deviceId: device.id, name: device.name };
+      return reply;
+    });
+
+    authenticated.get("/api/host/stream", async (request, reply) => {
+      const device = request.hostDevice!;
+      const connection = await service.attachStream(device, () => {
+        reply.hijack();
+        const stream = openSseStream(reply.raw, options.keepAliveMs);
+        const ready: ReadyEvent = { protocol: PROTOCOL_VERSION, deviceId: device.id, keepAliveMs: options.keepAliveMs };
+        stream.send(StreamEvent.ready, ready);
+        stream.ended.then(() => service.detachStream(connection)).catch((error: unknown) => request.log.warn({ err: error }, "stream detach failed"));
+        return stream;
+      });
+    });
+
+    authenticated.post("/api/host/result", { schema: { body: ResultSchema }, bodyLimit: RESULT_BODY_LIMIT }, async (request, reply) => {
+      await service.settle(request.hostDevice!, request.body);
+      return reply.code(204).send();
+    });
+  });
+};

@@ -1,0 +1,139 @@
+import { randomUUID } from "node:crypto";
+import type { Kysely, Transaction } from "kysely";
+import { generateSecret, hashSecret } from "../../crypto/secrets.js";
+import type { Database, HostDeviceRow } from "../../db/schema.js";
+import { DEVICE_TOKEN_PREFIX, type AnnouncedTool } from "./protocol.js";
+
+/** The device registry: SQL behind small typed functions. A device row is also its credential. */
+
+const TOKEN_SHAPE = /^dt_[A-Za-z0-9_-]{43}$/;
+/** last_seen_at is written at most this often per device outside connect and disconnect. */
+const SEEN_WRITE_INTERVAL_MS = 30_000;
+
+export interface DeviceIdentity {
+  id: string;
+  userId: string;
+  name: string;
+}
+
+export type TokenVerdict = { ok: true; device: DeviceIdentity } | { ok: false; reason: "invalid" | "revoked" };
+
+/** A device as its owner sees it (never the token digest). */
+export interface DeviceSummary {
+  id: string;
+  name: string;
+  platform: string;
+  agent: string | null;
+  tools: AnnouncedTool[];
+  roots: string[];
+  createdAt: Date;
+  lastSeenAt: Date | null;
+}
+
+export async function createDevice(
+  db: Kysely<Database> | Transaction<Database>,
+  input: { userId: string; name: string; platform: string },
+): Promise<{ deviceId: string; token: string }> {
+  const token = generateSecret(DEVICE_TOKEN_PREFIX, 32);
+  const deviceId = randomUUID();
+  await db
+    .insertInto("host_device")
+    .values({ id: deviceId, user_id: input.userId, name: input.name, platform: input.platform, token_hash: hashSecret(token) })
+    .execute();
+  return { deviceId, token };
+}
+
+/**
+ * One indexed lookup by the token's digest, joined to the owner. A revoked device, or one whose owner
+ * is deactivated, does not verify; revoked is reported as such so the device can say "pair again".
+ */
+export async function verifyDeviceToken(db: Kysely<Database>, token: string): Promise<TokenVerdict> {
+  if (!TOKEN_SHAPE.test(token)) return { ok: false, reason: "invalid" };
+  const row = await db
+    .selectFrom("host_device as d")
+    .innerJoin("user as u", "u.id", "d.user_id")
+    .select(["d.id", "d.user_id", "d.name", "d.revoked_at", "u.deactivatedAt"])
+    .where("d.token_hash", "=", hashSecret(token))
+    .executeTakeFirst();
+  if (!row) return { ok: false, reason: "invalid" };
+  if (row.revoked_at || row.deactivatedAt) return { ok: false, reason: "revoked" };
+  return { ok: true, device: { id: row.id, userId: row.user_id, name: row.name } };
+}
+
+export async function recordHello(
+  db: Kysely<Database>,
+  deviceId: string,
+  hello: { tools: AnnouncedTool[]; roots: string[]; agent: string | null },
+): Promise<void> {
+  await db
+    .updateTable("host_device")
+    .set({ tools: JSON.stringify(hello.tools), roots: JSON.stringify(hello.roots), agent: hello.agent, last_seen_at: new Date() })
+    .where("id", "=", deviceId)
+    .execute();
+}
+
+/** The tools the device announced at its last hello; null if it never said hello. */
+export async function announcedTools(db: Kysely<Database>, deviceId: string): Promise<AnnouncedTool[] | null> {
+  const row = await db.selectFrom("host_device").select("tools").where("id", "=", deviceId).executeTakeFirst();
+  return (row?.tools as AnnouncedTool[] | null | undefined) ?? null;
+}
+
+const lastSeenWrites = new Map<string, number>();
+
+/** Records that the device was heard from; `force` for connect and disconnect, else throttled. */
+export async function touchDevice(db: Kysely<Database>, deviceId: string, force = false): Promise<void> {
+  const now = Date.now();
+  if (!force && now - (lastSeenWrites.get(deviceId) ?? 0) < SEEN_WRITE_INTERVAL_MS) return;
+  lastSeenWrites.set(deviceId, now);
+  if (lastSeenWrites.size > 50_000) lastSeenWrites.clear();
+  await db.updateTable("host_device").set({ last_seen_at: new Date(now) }).where("id", "=", deviceId).execute();
+}
+
+/** The owner's devices that are not revoked, newest first. */
+export async function listDevices(db: Kysely<Database>, userId: string): Promise<DeviceSummary[]> {
+  const rows = await db
+    .selectFrom("host_device")
+    .selectAll()
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .orderBy("created_at", "desc")
+    .execute();
+  return rows.map(toSummary);
+}
+
+/** One of the owner's devices (not revoked), or undefined: someone else's device is not found. */
+export async function findDevice(db: Kysely<Database>, userId: string, deviceId: string): Promise<DeviceSummary | undefined> {
+  const row = await db
+    .selectFrom("host_device")
+    .selectAll()
+    .where("id", "=", deviceId)
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return row ? toSummary(row) : undefined;
+}
+
+/** Revokes one of the owner's devices; false when the owner has no such (unrevoked) device. */
+export async function revokeDevice(db: Kysely<Database>, userId: string, deviceId: string): Promise<boolean> {
+  const result = await db
+    .updateTable("host_device")
+    .set({ revoked_at: new Date() })
+    .where("id", "=", deviceId)
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+function toSummary(row: HostDeviceRow): DeviceSummary {
+  return {
+    id: row.id,
+    name: row.name,
+    platform: row.platform,
+    agent: row.agent,
+    tools: (row.tools as AnnouncedTool[] | null) ?? [],
+    roots: row.roots ?? [],
+    createdAt: row.created_at,
+    lastSeenAt: row.last_seen_at,
+  };
+}

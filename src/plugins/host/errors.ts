@@ -1,0 +1,60 @@
+import { HttpError } from "../../http/errors.js";
+import { DeviceCallError } from "./dispatcher.js";
+
+/**
+ * A refusal by the host service (no HTTP in it): a code and a message. The host routes turn these,
+ * and the dispatcher's `DeviceCallError`s, into `HttpError`s in one place: `toHttpError`.
+ */
+export class HostError extends Error {
+  constructor(
+    readonly code: HostErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "HostError";
+  }
+}
+
+export type HostErrorCode = keyof typeof HOST_STATUS;
+
+const HOST_STATUS = {
+  DEVICE_NOT_FOUND: 404,
+  PROPOSAL_NOT_FOUND: 404,
+  ALREADY_DECIDED: 409,
+  PROPOSAL_EXPIRED: 409,
+  NOT_A_PROPOSAL: 502,
+  PAIRING_CODE_INVALID: 400,
+  PAIRING_CODE_USED: 409,
+  PAIRING_CODE_EXPIRED: 410,
+  PAIRING_CODE_VOID: 410,
+  RATE_LIMITED: 429,
+  DEVICE_TOKEN_INVALID: 401,
+  DEVICE_REVOKED: 401,
+  PROTOCOL_VERSION_UNSUPPORTED: 400,
+  HELLO_REQUIRED: 409,
+  UNKNOWN_CALL: 404,
+  WRONG_DEVICE: 403,
+  RESULT_ALREADY_RECEIVED: 409,
+  COOKIE_SESSION_REQUIRED: 403,
+  NOT_A_READ_TOOL: 403,
+} as const;
+
+const DISPATCH_STATUS: Record<string, number> = {
+  UNKNOWN_TOOL: 400,
+  INVALID_MODE: 400,
+  DEVICE_OFFLINE: 409,
+  DEVICE_BUSY: 429,
+  DEVICE_TIMEOUT: 504,
+  DEVICE_DISCONNECTED: 502,
+  CALL_ABORTED: 503,
+};
+
+/** The one mapping from host and dispatch errors to HTTP: a tool's own error is 422 with its code. */
+export function toHttpError(error: unknown): unknown {
+  if (error instanceof HostError) return new HttpError(HOST_STATUS[error.code], error.code, error.message);
+  if (error instanceof DeviceCallError) {
+    const status = error.fromTool ? 422 : (DISPATCH_STATUS[error.code] ?? 502);
+    return new HttpError(status, error.code, error.message);
+  }
+  return error;
+}

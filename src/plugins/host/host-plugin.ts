@@ -1,0 +1,58 @@
+import fp from "fastify-plugin";
+import { deviceRoutes } from "./device-routes.js";
+import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
+import { createRateLimiter } from "./rate-limit.js";
+import { createHostService, type HostService } from "./service.js";
+import { userRoutes } from "./user-routes.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The device host connector: pairing, devices, calls and proposals (see service.ts). */
+    host: HostService;
+  }
+}
+
+export interface HostPluginOptions {
+  /** Another dispatcher backend; defaults to the in-memory one (single replica). */
+  dispatcher?: Dispatcher;
+  /** Keep-alive comment interval on device streams (default 15 s). */
+  keepAliveMs?: number;
+  /** Default wait for a call's result (default 30 s); a call may ask for up to 10 min. */
+  callTimeoutMs?: number;
+  /** Wait for an approved change to be applied (default 120 s). */
+  applyTimeoutMs?: number;
+  /**
+   * Failed enrollment attempts per client address (`request.ip`, so set `trustProxy` behind a proxy)
+   * per window; default 10 a minute, after which the address is refused until the window ends. Kept
+   * in this process's memory, like the dispatcher.
+   */
+  enrollRateLimit?: { max: number; windowMs: number };
+}
+
+/**
+ * The device host connector on Fastify. Decorates `fastify.host` and serves `/api/host/*`: the
+ * owner's JSON API (session or `host:call` token) and the device's API (device token). The consuming
+ * app owns the tables (migrations/0003_host.ts). Streams are closed before the server stops, so a
+ * restart never waits on them and devices reconnect to the next instance.
+ */
+export const hostPlugin = fp<HostPluginOptions>(
+  async (fastify, options) => {
+    const dispatcher = options.dispatcher ?? createMemoryDispatcher({ defaultTimeoutMs: options.callTimeoutMs ?? 30_000 });
+    const service = createHostService({
+      db: fastify.db,
+      dispatcher,
+      ...(options.applyTimeoutMs !== undefined ? { applyTimeoutMs: options.applyTimeoutMs } : {}),
+      onBackgroundError: (error) => fastify.log.warn({ err: error }, "host background write failed"),
+    });
+    fastify.decorate("host", service);
+    fastify.addHook("preClose", async () => dispatcher.closeAll());
+
+    const limit = options.enrollRateLimit ?? { max: 10, windowMs: 60_000 };
+    await fastify.register(deviceRoutes, {
+      enrollLimiter: createRateLimiter(limit),
+      keepAliveMs: options.keepAliveMs ?? 15_000,
+    });
+    await fastify.register(userRoutes);
+  },
+  { name: "tether-host", dependencies: ["tether-db", "tether-session", "tether-errors", "tether-origin-guard"] },
+);

@@ -1,0 +1,308 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../../db/schema.js";
+import * as audit from "./audit.js";
+import type { AuditActor } from "./audit.js";
+import * as devices from "./devices.js";
+import type { DeviceIdentity, DeviceSummary } from "./devices.js";
+import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher } from "./dispatcher.js";
+import { HostError } from "./errors.js";
+import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing-codes.js";
+import * as proposals from "./proposals.js";
+import type { Proposal } from "./proposals.js";
+import type { AnnouncedTool, HelloBody, ResultBody } from "./protocol.js";
+
+/**
+ * The host connector's use cases, between the routes (thin, HTTP) and the dispatcher and
+ * repositories (pure). Knows who owns what; knows nothing of requests and replies.
+ */
+export interface HostService {
+  readonly dispatcher: Dispatcher;
+  mintPairingCode(userId: string): Promise<MintedPairingCode>;
+  enroll(input: { code: string; name: string; platform: string }): Promise<{ deviceId: string; token: string }>;
+  hello(device: DeviceIdentity, hello: HelloBody): Promise<void>;
+  /**
+   * Makes the device's stream live: fails with HELLO_REQUIRED before any hello (nothing opened yet);
+   * else calls `open` (which starts the stream) and connects the channel it returns.
+   */
+  attachStream(device: DeviceIdentity, open: () => DeviceChannel): Promise<DeviceConnection>;
+  detachStream(connection: DeviceConnection): Promise<void>;
+  settle(device: DeviceIdentity, result: ResultBody): Promise<void>;
+  listDevices(userId: string): Promise<DeviceView[]>;
+  /** The owner's device with its live tools (when online), or DEVICE_NOT_FOUND. */
+  device(userId: string, deviceId: string): Promise<DeviceView>;
+  revoke(userId: string, deviceId: string): Promise<void>;
+  /** Runs a read or action tool, or proposes a mutate tool's change (plan mode, stored). */
+  call(caller: Caller, request: CallRequest): Promise<CallOutcome>;
+  approve(caller: Caller, proposalId: string): Promise<{ proposal: Proposal; result: unknown }>;
+  reject(caller: Caller, proposalId: string): Promise<Proposal>;
+  pendingProposals(userId: string): Promise<Proposal[]>;
+  /** Tells `listener` when the owner's devices or proposals change (for live pages). */
+  watch(userId: string, listener: (topic: WatchTopic) => void): () => void;
+}
+
+export type WatchTopic = "devices" | "proposals";
+
+export interface Caller {
+  userId: string;
+  actor: AuditActor;
+}
+
+export interface CallRequest {
+  deviceId: string;
+  tool: string;
+  input: unknown;
+  timeoutMs?: number;
+  /** Refuse unless the tool is of this class (the chat assistant gets read tools only). */
+  requireClass?: AnnouncedTool["class"];
+}
+
+export type CallOutcome =
+  | { kind: "result"; tool: AnnouncedTool; result: unknown }
+  | { kind: "proposal"; tool: AnnouncedTool; proposal: Proposal };
+
+export interface DeviceView extends DeviceSummary {
+  online: boolean;
+}
+
+export interface HostServiceOptions {
+  db: Kysely<Database>;
+  dispatcher: Dispatcher;
+  /** Wait for an apply; a tool writing a tree may take longer than a read. */
+  applyTimeoutMs?: number;
+  proposalTtlMs?: number;
+  /** Called when something in the background (audit, last-seen) fails; the request still succeeds. */
+  onBackgroundError?: (error: unknown) => void;
+}
+
+export function createHostService(options: HostServiceOptions): HostService {
+  const { db, dispatcher } = options;
+  const applyTimeoutMs = options.applyTimeoutMs ?? 120_000;
+  /** Owners of connected devices: a call to a live device needs no ownership query. */
+  const owners = new Map<string, string>();
+  const watchers = new Map<string, Set<(topic: WatchTopic) => void>>();
+  const background = (promise: Promise<unknown>) => {
+    promise.catch((error: unknown) => options.onBackgroundError?.(error));
+  };
+
+  const notify = (userId: string, topic: WatchTopic) => {
+    for (const listener of watchers.get(userId) ?? []) {
+      try {
+        listener(topic);
+      } catch {
+        /* a watcher's failure is its own */
+      }
+    }
+  };
+
+  dispatcher.onPresence((deviceId, online) => {
+    const userId = owners.get(deviceId);
+    if (!online) owners.delete(deviceId);
+    if (userId) notify(userId, "devices");
+  });
+
+  const view = (summary: DeviceSummary): DeviceView => {
+    const online = dispatcher.isOnline(summary.id);
+    return { ...summary, tools: online ? [...(dispatcher.toolsOf(summary.id) ?? summary.tools)] : summary.tools, online };
+  };
+
+  const requireDevice = async (userId: string, deviceId: string): Promise<void> => {
+    if (owners.get(deviceId) === userId) return;
+    if (!(await devices.findDevice(db, userId, deviceId))) {
+      throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
+    }
+  };
+
+  const codeOf = (error: unknown) => (error instanceof DeviceCallError || error instanceof HostError ? error.code : "INTERNAL");
+
+  const service: HostService = {
+    dispatcher,
+
+    async mintPairingCode(userId) {
+      const minted = await mintPairingCode(db, userId);
+      await audit.record(db, { userId, event: "pair", actor: "session", outcome: "ok" });
+      return minted;
+    },
+
+    async enroll(input) {
+      const outcome = await enrollWithCode(db, input);
+      if (!outcome.ok) {
+        const refusals = {
+          invalid: ["PAIRING_CODE_INVALID", "This pairing code is not valid; check it, or mint a new one"],
+          expired: ["PAIRING_CODE_EXPIRED", "This pairing code has expired; mint a new one"],
+          used: ["PAIRING_CODE_USED", "This pairing code was already used; mint a new one"],
+          void: ["PAIRING_CODE_VOID", "This pairing code was voided after too many wrong attempts; mint a new one"],
+        } as const;
+        const [code, message] = refusals[outcome.reason];
+        throw new HostError(code, message);
+      }
+      await audit.record(db, { userId: outcome.userId, deviceId: outcome.deviceId, event: "enroll", actor: "device", outcome: "ok" });
+      notify(outcome.userId, "devices");
+      return { deviceId: outcome.deviceId, token: outcome.token };
+    },
+
+    async hello(device, hello) {
+      await devices.recordHello(db, device.id, { tools: hello.tools, roots: hello.roots, agent: hello.agent ?? null });
+      notify(device.userId, "devices");
+    },
+
+    async attachStream(device, open) {
+      const tools = await devices.announcedTools(db, device.id);
+      if (!tools) throw new HostError("HELLO_REQUIRED", "Announce the device's tools with POST /api/host/hello before opening the stream");
+      owners.set(device.id, device.userId);
+      const connection = dispatcher.connect(device.id, tools, open());
+      background(devices.touchDevice(db, device.id, true));
+      notify(device.userId, "devices");
+      return connection;
+    },
+
+    async detachStream(connection) {
+      connection.detach();
+      await devices.touchDevice(db, connection.deviceId, true);
+    },
+
+    async settle(device, result) {
+      const verdict = dispatcher.settle(device.id, result);
+      if (verdict === "unknown_call") throw new HostError("UNKNOWN_CALL", "No call with this id is waiting for a result");
+      if (verdict === "wrong_device") throw new HostError("WRONG_DEVICE", "This call was sent to another device");
+      if (verdict === "already_settled") throw new HostError("RESULT_ALREADY_RECEIVED", "This call already has its result (or was given up)");
+      background(devices.touchDevice(db, device.id));
+    },
+
+    async listDevices(userId) {
+      return (await devices.listDevices(db, userId)).map(view);
+    },
+
+    async device(userId, deviceId) {
+      const summary = await devices.findDevice(db, userId, deviceId);
+      if (!summary) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
+      return view(summary);
+    },
+
+    async revoke(userId, deviceId) {
+      if (!(await devices.revokeDevice(db, userId, deviceId))) {
+        throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
+      }
+      dispatcher.disconnect(deviceId, "revoked", "This device's credential was revoked; pair it again");
+      owners.delete(deviceId);
+      await audit.record(db, { userId, deviceId, event: "revoke", actor: "session", outcome: "ok" });
+      notify(userId, "devices");
+      notify(userId, "proposals");
+    },
+
+    async call(caller, request) {
+      await requireDevice(caller.userId, request.deviceId);
+      const tool = dispatcher.toolsOf(request.deviceId)?.find((t) => t.name === request.tool);
+      if (tool && request.requireClass && tool.class !== request.requireClass) {
+        throw new HostError("NOT_A_READ_TOOL", `"${tool.name}" is a ${tool.class} tool; only ${request.requireClass} tools are allowed here`);
+      }
+      const started = performance.now();
+      const entry = { userId: caller.userId, deviceId: request.deviceId, actor: caller.actor, tool: request.tool, input: request.input };
+      const mode = tool?.class === "mutate" ? "plan" : "run";
+      let result: unknown;
+      try {
+        result = await dispatcher.call(request.deviceId, request.tool, request.input, {
+          mode,
+          ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+        });
+      } catch (error) {
+        await audit.record(db, { ...entry, event: "call", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
+        throw error;
+      }
+      const durationMs = performance.now() - started;
+      // `tool` is known here: an unknown tool fails in the dispatcher.
+      if (tool!.class !== "mutate") {
+        await audit.record(db, { ...entry, event: "call", mode, outcome: "ok", durationMs });
+        return { kind: "result", tool: tool!, result };
+      }
+      const plan = result as { diff?: unknown; summary?: unknown } | null;
+      if (typeof plan?.diff !== "string") {
+        await audit.record(db, { ...entry, event: "propose", mode, outcome: "error", errorCode: "NOT_A_PROPOSAL", durationMs });
+        throw new HostError("NOT_A_PROPOSAL", `The device's plan for "${request.tool}" returned no diff`);
+      }
+      const proposal = await proposals.create(db, {
+        userId: caller.userId,
+        deviceId: request.deviceId,
+        tool: request.tool,
+        input: request.input,
+        diff: plan.diff,
+        summary: typeof plan.summary === "string" ? plan.summary : "",
+        ...(options.proposalTtlMs !== undefined ? { ttlMs: options.proposalTtlMs } : {}),
+      });
+      await audit.record(db, { ...entry, event: "propose", mode, proposalId: proposal.id, outcome: "ok", durationMs });
+      notify(caller.userId, "proposals");
+      return { kind: "proposal", tool: tool!, proposal };
+    },
+
+    async approve(caller, proposalId) {
+      const decision = await proposals.approve(db, caller.userId, proposalId);
+      if (!decision.ok) throw refusal(decision);
+      const { proposal } = decision;
+      const entry = { userId: caller.userId, deviceId: proposal.deviceId, proposalId, actor: caller.actor, tool: proposal.tool };
+      await audit.record(db, { ...entry, event: "approve", outcome: "ok" });
+      notify(caller.userId, "proposals");
+      const started = performance.now();
+      try {
+        // The stored input, exactly as proposed: the approving request carries only the id.
+        const result = await dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: applyTimeoutMs });
+        const finished = await proposals.finish(db, proposalId, { ok: true, result });
+        await audit.record(db, { ...entry, event: "apply", mode: "apply", input: proposal.input, outcome: "ok", durationMs: performance.now() - started });
+        return { proposal: finished ?? proposal, result };
+      } catch (error) {
+        if (error instanceof DeviceCallError && error.code === "DEVICE_OFFLINE") {
+          // Nothing reached the device: the proposal waits for another approval.
+          await proposals.release(db, proposalId);
+        } else {
+          const message = error instanceof Error ? error.message : String(error);
+          await proposals.finish(db, proposalId, { ok: false, code: codeOf(error), message });
+        }
+        await audit.record(db, {
+          ...entry,
+          event: "apply",
+          mode: "apply",
+          input: proposal.input,
+          outcome: "error",
+          errorCode: codeOf(error),
+          durationMs: performance.now() - started,
+        });
+        throw error;
+      } finally {
+        notify(caller.userId, "proposals");
+      }
+    },
+
+    async reject(caller, proposalId) {
+      const decision = await proposals.reject(db, caller.userId, proposalId);
+      if (!decision.ok) throw refusal(decision);
+      await audit.record(db, {
+        userId: caller.userId,
+        deviceId: decision.proposal.deviceId,
+        proposalId,
+        actor: caller.actor,
+        tool: decision.proposal.tool,
+        event: "reject",
+        outcome: "ok",
+      });
+      notify(caller.userId, "proposals");
+      return decision.proposal;
+    },
+
+    pendingProposals: (userId) => proposals.listPending(db, userId),
+
+    watch(userId, listener) {
+      let set = watchers.get(userId);
+      if (!set) watchers.set(userId, (set = new Set()));
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0) watchers.delete(userId);
+      };
+    },
+  };
+  return service;
+}
+
+function refusal(decision: Exclude<proposals.Decision, { ok: true }>): HostError {
+  if (decision.reason === "not_found") return new HostError("PROPOSAL_NOT_FOUND", "You have no proposal with this id");
+  if (decision.reason === "expired") return new HostError("PROPOSAL_EXPIRED", "This proposal expired; run the tool again for a fresh diff");
+  return new HostError("ALREADY_DECIDED", `This proposal was already decided (${decision.status})`);
+}

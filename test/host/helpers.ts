@@ -1,0 +1,202 @@
+import type { Test } from "tap";
+import { buildApp } from "../../src/app.js";
+import { loadConfig } from "../../src/config/env.js";
+import type { DatabaseHandle } from "../../src/db/connect.js";
+import { readEventStream, type SseMessage } from "../../src/device/sse.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, type AnnouncedTool, type ResultBody } from "../../src/plugins/host/protocol.js";
+import { freePort, TEST_SECRET, type TestApp } from "../helpers/app.js";
+import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { openTestDatabase } from "../helpers/database.js";
+
+/**
+ * Like `startTestApp`, with a port and database the caller may choose, so a test can stop the server
+ * and start a new one on the same address and data (a restart, as a device sees it).
+ */
+export async function startHostServer(t: Test, options: { port?: number; database?: DatabaseHandle } = {}): Promise<TestApp & { port: number }> {
+  const port = options.port ?? (await freePort());
+  const url = `http://localhost:${port}`;
+  const config = loadConfig({ NODE_ENV: "test", BETTER_AUTH_URL: url, PORT: String(port) });
+  const ownDatabase = !options.database;
+  const database = options.database ?? (await openTestDatabase());
+  const app = await buildApp({ config, db: database.db, listen: database.listen, secret: TEST_SECRET });
+  await app.listen({ port, host: "127.0.0.1" });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await app.close();
+    if (ownDatabase) await database.close();
+  };
+  t.teardown(close);
+  return { app, url, database, redis: undefined, close, port };
+}
+
+/** A signed-up, signed-in owner. */
+export async function signedIn(url: string): Promise<TestClient & { userId: string }> {
+  const client = new TestClient(url) as TestClient & { userId: string };
+  client.userId = await client.signUp(uniqueEmail("host"));
+  return client;
+}
+
+export const protocolHeaders = { [PROTOCOL_HEADER]: String(PROTOCOL_VERSION) };
+
+export async function json(response: Response): Promise<any> {
+  const text = await response.text();
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Mints a pairing code as `owner` and enrolls with it: a new device's id and token. */
+export async function pair(owner: TestClient, name = "test-device"): Promise<{ deviceId: string; token: string }> {
+  const minted = await owner.post("/api/host/pairing-codes");
+  if (minted.status !== 201) throw new Error(`pairing code: ${minted.status} ${await minted.text()}`);
+  const { code } = await json(minted);
+  return enroll(owner.baseURL, code, name);
+}
+
+export async function enroll(url: string, code: string, name = "test-device"): Promise<{ deviceId: string; token: string }> {
+  const response = await fetch(`${url}/api/host/enroll`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...protocolHeaders },
+    body: JSON.stringify({ code, name, platform: "test" }),
+  });
+  if (response.status !== 201) throw new Error(`enroll: ${response.status} ${await response.text()}`);
+  return json(response);
+}
+
+export const statTool: AnnouncedTool = {
+  name: "stat",
+  description: "Size, type, timestamps",
+  inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  class: "read",
+};
+export const writeTool: AnnouncedTool = {
+  name: "write_file",
+  description: "Create or overwrite a file",
+  inputSchema: { type: "object", properties: { path: { type: "string" }, content: { type: "string" } }, required: ["path", "content"] },
+  class: "mutate",
+};
+export const openTool: AnnouncedTool = {
+  name: "open_path",
+  description: "Open with the default application",
+  inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+  class: "action",
+};
+
+interface CallMessage {
+  id: string;
+  tool: string;
+  input: any;
+  mode: string;
+  timeoutMs: number;
+}
+
+/**
+ * A device speaking the wire protocol by hand, so tests can make it misbehave (answer late, twice,
+ * for another device, or hang up mid-call). The real runtime is tested in the end-to-end test.
+ */
+export class ScriptedDevice {
+  readonly events: SseMessage[] = [];
+  private waiters: Array<() => void> = [];
+  private abort = new AbortController();
+  ended = false;
+
+  constructor(
+    readonly url: string,
+    readonly deviceId: string,
+    readonly token: string,
+  ) {}
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${this.token}`, ...protocolHeaders, ...extra };
+  }
+
+  hello(tools: AnnouncedTool[] = [statTool, writeTool, openTool], roots = ["/tmp/root"]): Promise<Response> {
+    return fetch(`${this.url}/api/host/hello`, {
+      method: "POST",
+      headers: this.headers({ "content-type": "application/json" }),
+      body: JSON.stringify({ tools, roots, agent: "scripted/1" }),
+    });
+  }
+
+  /** Opens the stream and waits for `ready`. */
+  async connect(): Promise<void> {
+    const response = await fetch(`${this.url}/api/host/stream`, { headers: this.headers(), signal: this.abort.signal });
+    if (response.status !== 200) throw new Error(`stream: ${response.status} ${await response.text()}`);
+    void (async () => {
+      try {
+        for await (const message of readEventStream(response.body!)) {
+          this.events.push(message);
+          for (const wake of this.waiters.splice(0)) wake();
+        }
+      } catch {
+        /* aborted */
+      }
+      this.ended = true;
+      for (const wake of this.waiters.splice(0)) wake();
+    })();
+    await this.next("ready");
+  }
+
+  /** The next event named `event` not yet taken (waits for it). */
+  async next(event: string, timeoutMs = 5_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const index = this.events.findIndex((m) => m.event === event);
+      if (index !== -1) return JSON.parse(this.events.splice(index, 1)[0]!.data);
+      if (this.ended) throw new Error(`stream ended before a "${event}" event`);
+      if (Date.now() > deadline) throw new Error(`no "${event}" event within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(1, deadline - Date.now()));
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  nextCall(): Promise<CallMessage> {
+    return this.next("call");
+  }
+
+  postResult(result: ResultBody): Promise<Response> {
+    return fetch(`${this.url}/api/host/result`, {
+      method: "POST",
+      headers: this.headers({ "content-type": "application/json" }),
+      body: JSON.stringify(result),
+    });
+  }
+
+  /** Answers calls as they come, with `answer` (a result, or an error as `{ error }`). */
+  serve(answer: (call: CallMessage) => unknown | Promise<unknown>): void {
+    void (async () => {
+      while (!this.ended) {
+        let call: CallMessage;
+        try {
+          call = await this.nextCall();
+        } catch {
+          return;
+        }
+        const value = await answer(call);
+        const body: ResultBody =
+          value && typeof value === "object" && "error" in value
+            ? { id: call.id, ok: false, error: (value as { error: { code: string; message: string } }).error }
+            : { id: call.id, ok: true, result: value };
+        await this.postResult(body).catch(() => {});
+      }
+    })();
+  }
+
+  disconnect(): void {
+    this.abort.abort();
+  }
+}
+
+/** Polls `predicate` until it holds (tests never assert on timing, only on eventual state). */
+export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
