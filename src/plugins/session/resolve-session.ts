@@ -62,9 +62,13 @@ export function createSessionResolver(deps: SessionResolverDeps) {
     return row;
   }
 
-  async function resolveCookie(input: ResolutionInput, token: string): Promise<Resolution | null> {
+  /**
+   * The cookie's verdict: a resolution (its session, or anonymous for a deactivated user), or the
+   * cookies to forward when it names no live session (no row, or expired), so the token decides.
+   */
+  async function resolveCookie(input: ResolutionInput, token: string): Promise<Resolution | string[]> {
     const row = await findSession(token);
-    if (!row) return null;
+    if (!row) return [];
     if (row.user.deactivatedAt) return ANONYMOUS;
     const now = Date.now();
     const expired = row.session.expiresAt.getTime() <= now;
@@ -73,7 +77,7 @@ export function createSessionResolver(deps: SessionResolverDeps) {
 
     const { headers, response } = await auth.api.getSession({ headers: input.headers(), returnHeaders: true });
     const setCookies = headers.getSetCookie();
-    if (!response) return { session: null, tokenScopes: null, setCookies };
+    if (!response) return setCookies;
     const refreshed = { user: { ...row.user }, session: { ...row.session, expiresAt: new Date(response.session.expiresAt), updatedAt: new Date(response.session.updatedAt) } };
     return { session: refreshed, tokenScopes: null, setCookies };
   }
@@ -102,13 +106,15 @@ export function createSessionResolver(deps: SessionResolverDeps) {
 
   return async function resolveSession(input: ResolutionInput): Promise<Resolution> {
     const token = input.sessionCookie ? verifySignedCookie(input.sessionCookie, deps.secret) : null;
+    let clearCookies: string[] = [];
     if (token) {
       const fromCookie = await resolveCookie(input, token);
       // A deactivated user's cookie resolves to anonymous; it does not fall through to a token.
-      if (fromCookie) return fromCookie;
+      if (!Array.isArray(fromCookie)) return fromCookie;
+      clearCookies = fromCookie;
     }
-    if (input.authorization) return resolveToken(input.authorization);
-    return ANONYMOUS;
+    const resolution = input.authorization ? await resolveToken(input.authorization) : ANONYMOUS;
+    return clearCookies.length > 0 ? { ...resolution, setCookies: clearCookies } : resolution;
   };
 }
 
