@@ -1,0 +1,66 @@
+import { Type } from "@sinclair/typebox";
+import { defineLocalTool, type ToolContext } from "../define.js";
+import { unifiedDiff } from "../diff.js";
+import { ToolError } from "../errors.js";
+import { writeAllSync, writeFileAtomic } from "../fs-safe.js";
+import { LIMITS, keptMode, pathField, plural } from "./common.js";
+import { byteCount, hardLinkNote, readCurrent, requireText, withTargetDir, writeTarget } from "./write-helpers.js";
+import { countLines } from "../text.js";
+
+const input = Type.Object(
+  {
+    path: pathField("File to append to (created if missing)"),
+    content: Type.String({ minLength: 1, maxLength: LIMITS.textFileBytes, description: "Text to add at the end, as is (add a leading newline if needed)" }),
+    createParents: Type.Optional(Type.Boolean({ default: true, description: "Create missing parent folders" })),
+  },
+  { additionalProperties: false },
+);
+
+type AppendInput = { path: string; content: string; createParents?: boolean };
+
+async function run(input: AppendInput, ctx: ToolContext, apply: boolean) {
+  const target = await writeTarget(ctx.scope, input.path, input.createParents ?? true);
+  return withTargetDir(ctx.scope, target, apply, async (dir, created) => {
+    const current = dir ? readCurrent(dir, target.name) : undefined;
+    if (current) requireText(current, target.real);
+    const before = current?.text ?? "";
+    const after = before + input.content;
+    const bytes = Buffer.from(after, "utf8");
+    if (bytes.length > LIMITS.textFileBytes) {
+      throw new ToolError("FILE_TOO_LARGE", `The file would grow to ${bytes.length} bytes; append_file handles files up to ${LIMITS.textFileBytes}`, {
+        path: target.real,
+        limit: LIMITS.textFileBytes,
+      });
+    }
+    const added = Buffer.byteLength(input.content);
+    const plan = {
+      diff: unifiedDiff(current ? target.real : null, target.real, before, after),
+      summary:
+        (current
+          ? `Append ${byteCount(added)} (${plural(countLines(input.content), "line")}) to ${target.real}`
+          : `Create ${target.real} with ${byteCount(added)}${target.missing.length ? `, creating ${plural(target.missing.length, "folder")}: ${target.missing.join(", ")}` : ""}`) +
+        hardLinkNote(current),
+      path: target.real,
+      exists: current !== undefined,
+      bytesAppended: added,
+      createsDirectories: target.missing,
+    };
+    if (!apply) return plan;
+    // A rewrite through a temp file rather than O_APPEND: atomic, and a hard link to a file elsewhere is
+    // detached rather than written through. `expect` refuses if someone else appended meanwhile.
+    await writeFileAtomic(dir!, target.name, (fd) => writeAllSync(fd, bytes), {
+      ...(current ? { mode: keptMode(current), owner: { uid: current.uid, gid: current.gid }, expect: current.identity } : { expect: "absent" as const }),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
+    return { applied: true, ...plan, createdDirectories: created };
+  });
+}
+
+export const appendFile = defineLocalTool({
+  name: "append_file",
+  description: "Append text to the end of a UTF-8 text file (up to 10 MB in total), creating the file if it does not exist. Permissions are kept.",
+  input,
+  class: "mutate",
+  plan: (value, ctx) => run(value, ctx, false),
+  apply: (value, ctx) => run(value, ctx, true),
+});

@@ -1,0 +1,79 @@
+import { Type } from "@sinclair/typebox";
+import { createHash } from "node:crypto";
+import { defineLocalTool, type ToolContext } from "../define.js";
+import { binaryDiff, unifiedDiff } from "../diff.js";
+import { ToolError } from "../errors.js";
+import { writeAllSync, writeFileAtomic } from "../fs-safe.js";
+import { countLines } from "../text.js";
+import { LIMITS, keptMode, pathField, plural } from "./common.js";
+import { byteCount, hardLinkNote, readCurrent, withTargetDir, writeTarget, type CurrentFile } from "./write-helpers.js";
+
+const input = Type.Object(
+  {
+    path: pathField("File to create or overwrite"),
+    content: Type.String({ maxLength: LIMITS.textFileBytes, description: "The complete new content (UTF-8)" }),
+    createParents: Type.Optional(Type.Boolean({ default: true, description: "Create missing parent folders" })),
+    overwrite: Type.Optional(Type.Boolean({ default: true, description: "Replace an existing file (false: fail if it exists)" })),
+  },
+  { additionalProperties: false },
+);
+
+type WriteInput = { path: string; content: string; createParents?: boolean; overwrite?: boolean };
+
+function describe(real: string, current: CurrentFile | undefined, content: string, bytes: Buffer, missing: string[]) {
+  let diff: string;
+  let summary: string;
+  if (!current) {
+    diff = unifiedDiff(null, real, "", content);
+    summary = `Create ${real} (${plural(countLines(content), "line")}, ${byteCount(bytes.length)})`;
+    if (missing.length) summary += `, creating ${plural(missing.length, "folder")}: ${missing.join(", ")}`;
+  } else if (current.kind === "text") {
+    diff = unifiedDiff(real, real, current.text!, content);
+    summary = diff === "" ? `No change: ${real} already has this content` : `Overwrite ${real} (${byteCount(current.size)} → ${byteCount(bytes.length)})`;
+  } else {
+    diff = binaryDiff(real, real);
+    summary = `Overwrite ${real}, a ${current.kind === "binary" ? "binary" : "large"} file of ${byteCount(current.size)}, with ${byteCount(bytes.length)} of text`;
+  }
+  summary += hardLinkNote(current);
+  return {
+    diff,
+    summary,
+    path: real,
+    exists: current !== undefined,
+    unchanged: current !== undefined && diff === "",
+    bytes: bytes.length,
+    sha256: createHash("sha256").update(bytes).digest("hex"),
+    createsDirectories: missing,
+  };
+}
+
+async function run(input: WriteInput, ctx: ToolContext, apply: boolean) {
+  const bytes = Buffer.from(input.content, "utf8");
+  if (bytes.length > LIMITS.textFileBytes) {
+    throw new ToolError("FILE_TOO_LARGE", `The content is ${bytes.length} bytes; write_file writes up to ${LIMITS.textFileBytes}`, { limit: LIMITS.textFileBytes });
+  }
+  const target = await writeTarget(ctx.scope, input.path, input.createParents ?? true);
+  return withTargetDir(ctx.scope, target, apply, async (dir, created) => {
+    const current = dir ? readCurrent(dir, target.name) : undefined;
+    if (current && input.overwrite === false) {
+      throw new ToolError("ALREADY_EXISTS", `${JSON.stringify(target.real)} already exists (overwrite is false)`, { path: target.real });
+    }
+    const plan = describe(target.real, current, input.content, bytes, target.missing);
+    if (!apply) return plan;
+    await writeFileAtomic(dir!, target.name, (fd) => writeAllSync(fd, bytes), {
+      ...(current ? { mode: keptMode(current), owner: { uid: current.uid, gid: current.gid } } : {}),
+      ...(current ? {} : { expect: "absent" as const }),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
+    return { applied: true, ...plan, createdDirectories: created };
+  });
+}
+
+export const writeFile = defineLocalTool({
+  name: "write_file",
+  description: "Create a file or replace its whole content (UTF-8 text, up to 10 MB). Missing parent folders are created unless createParents is false. The file's permissions are kept.",
+  input,
+  class: "mutate",
+  plan: (value, ctx) => run(value, ctx, false),
+  apply: (value, ctx) => run(value, ctx, true),
+});
