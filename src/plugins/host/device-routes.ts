@@ -1,4 +1,4 @@
-import { TypeBoxValidatorCompiler, type FastifyPluginAsyncTypebox, type TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { badRequest } from "../../http/errors.js";
@@ -8,6 +8,7 @@ import { HostError, toHttpError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { openSseStream } from "./sse-channel.js";
+import { hostValidatorCompiler } from "./validator.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -86,9 +87,8 @@ function checkProtocol(request: FastifyRequest): void {
  */
 export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
   const service = fastify.host;
-  // TypeBox's own checker: unlike Fastify's default Ajv (removeAdditional), it refuses unknown
-  // fields instead of dropping them, so "approve with a changed input" is a clear 400, not ignored.
-  fastify.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // Unknown fields are refused, not dropped (see validator.ts).
+  fastify.setValidatorCompiler(hostValidatorCompiler);
   fastify.setErrorHandler(async (error) => {
     throw toHttpError(error);
   });

@@ -1,4 +1,4 @@
-import { TypeBoxValidatorCompiler, type FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { unauthorized } from "../../http/errors.js";
@@ -6,6 +6,7 @@ import type { ResolvedSession } from "../session/resolve-session.js";
 import { HostError, toHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
 import type { Caller, DeviceView } from "./service.js";
+import { hostValidatorCompiler } from "./validator.js";
 
 /** The scope an API token needs to list devices and call tools. */
 export const HOST_CALL_SCOPE = "host:call";
@@ -80,9 +81,8 @@ export function proposalJson(proposal: Proposal) {
 /** The owner's side of the connector, as JSON under `/api/host`. */
 export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const service = fastify.host;
-  // TypeBox's own checker: unlike Fastify's default Ajv (removeAdditional), it refuses unknown
-  // fields instead of dropping them, so "approve with a changed input" is a clear 400, not ignored.
-  fastify.setValidatorCompiler(TypeBoxValidatorCompiler);
+  // Unknown fields are refused, not dropped (see validator.ts).
+  fastify.setValidatorCompiler(hostValidatorCompiler);
   fastify.setErrorHandler(async (error) => {
     throw toHttpError(error);
   });
