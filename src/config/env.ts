@@ -128,7 +128,8 @@ function loadEdgeSso(env: Env, problems: string[], flag: (name: string) => boole
 
 function parsePort(raw: string | undefined, problems: string[]): number {
   if (raw === undefined || raw.trim() === "") return 3000;
-  const port = Number(raw);
+  // Decimal digits only: Number() would also read "0x50", "1e3" or "0b1" as ports.
+  const port = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     problems.push(`PORT=${raw} is not a port number (0-65535)`);
     return 3000;
