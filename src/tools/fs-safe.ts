@@ -332,7 +332,18 @@ export function openFileIn(dir: DirHandle, name: string, opts: { verifyPath?: bo
   try {
     const stat = fs.fstatSync(fd);
     refuseNonRegular(stat, shown);
-    if (before && (before.dev !== stat.dev || before.ino !== stat.ino)) throw changed(shown, "the file was replaced while opening it");
+    if (before) {
+      if (before.dev !== stat.dev || before.ino !== stat.ino) throw changed(shown, "the file was replaced while opening it");
+      // No handle path to ask for: re-resolve the name now and require it to still be this very file.
+      let again: Stats;
+      try {
+        if (fs.realpathSync.native(shown) !== shown) throw new Error("moved");
+        again = fs.lstatSync(shown);
+      } catch {
+        throw changed(shown, "the path no longer leads to the opened file");
+      }
+      if (again.dev !== stat.dev || again.ino !== stat.ino) throw changed(shown, "the path no longer leads to the opened file");
+    }
     if (opts.verifyPath !== false && safeFsMode() === "proc") {
       const actual = fs.readlinkSync(`/proc/self/fd/${fd}`);
       if (actual !== shown) throw changed(shown, "the opened file is not at the checked path");

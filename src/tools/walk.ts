@@ -54,6 +54,8 @@ interface Frame {
 
 export function readSortedEntries(dir: DirHandle): Dirent[] {
   const entries = fs.readdirSync(dir.self(), { withFileTypes: true });
+  // Fallback only (a no-op with handles): the listing must have come from the directory that was checked.
+  dir.verify();
   // Code-unit order: stable across platforms and locales, so results are reproducible.
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return entries;
