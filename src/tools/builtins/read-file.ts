@@ -4,7 +4,7 @@ import fs from "node:fs";
 import { defineLocalTool } from "../define.js";
 import { ToolError, throwIfAborted } from "../errors.js";
 import { openFileInScope, readHeadSync } from "../fs-safe.js";
-import { guessFileType, hasNulByte, isBinaryContent, utf8BoundaryAtOrBefore } from "../text.js";
+import { guessFileType, hasNulByte, isBinaryContent } from "../text.js";
 import { LIMITS, fenceFor, isoTime, pathField } from "./common.js";
 
 const CHUNK = 64 * 1024;
@@ -109,12 +109,15 @@ export const readFile = defineLocalTool({
                 outBytes = lineStartOut;
                 returnedEnd = line - 1;
               } else {
-                // One line longer than the limit: return its start, cut on a character boundary.
-                const take = utf8BoundaryAtOrBefore(seg, limit - outBytes);
-                seg.copy(out, outBytes, 0, take);
-                outBytes += take;
-                omittedBytes += seg.length - take;
-                cutOffset = position + i + take;
+                // One line longer than the limit: return its start, cut on a character boundary. `out` holds
+                // only this line so far, so the boundary may fall in what was already copied.
+                const byteAt = (k: number) => (k < outBytes ? out[k]! : seg[k - outBytes]!);
+                let cut = limit;
+                while (cut > 0 && (byteAt(cut) & 0xc0) === 0x80) cut--;
+                if (cut > outBytes) seg.copy(out, outBytes, 0, cut - outBytes);
+                omittedBytes += outBytes + seg.length - cut;
+                cutOffset = position + i + (cut - outBytes);
+                outBytes = cut;
                 returnedEnd = line;
                 lastLineCut = true;
               }
