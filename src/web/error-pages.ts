@@ -1,0 +1,79 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import type { ErrorBody } from "../http/error-handler.js";
+import type { UiUser } from "../plugins/session/session-plugin.js";
+import { isHtmxRequest } from "./render.js";
+
+/** What the error page says, by status. The message of a 4xx is the error's own; a 5xx says nothing internal. */
+export interface ErrorPage {
+  status: number;
+  heading: string;
+  message: string;
+  hint?: string;
+}
+
+export function describeErrorPage(error: ErrorBody, retryAfterSeconds?: number): ErrorPage {
+  const { statusCode: status, code, message } = error;
+  if (status === 403) {
+    if (code === "INVALID_ORIGIN" || code === "MISSING_ORIGIN") {
+      return {
+        status,
+        heading: "Forbidden",
+        message: "This form was sent from a page that is not part of this site, so it was refused.",
+        hint: "If you sent it yourself, go back, reload the page and try again.",
+      };
+    }
+    return {
+      status,
+      heading: "Forbidden",
+      message: message && message !== "Forbidden" ? message : "You do not have access to this page.",
+      hint: "Ask a site admin if you think you should.",
+    };
+  }
+  if (status === 404) return { status, heading: "Page not found", message: "There is nothing at this address." };
+  if (status === 429) {
+    const wait = retryAfterSeconds ? `Wait ${retryAfterSeconds} seconds` : "Wait a minute";
+    return { status, heading: "Too many attempts", message: `${wait}, then try again.` };
+  }
+  if (status >= 500) {
+    return { status, heading: "Something went wrong", message: "Something went wrong on our side. It has been logged; please try again." };
+  }
+  return { status, heading: status === 400 ? "That request could not be handled" : "Request refused", message };
+}
+
+/** The user for the layout of an error page, when the request got far enough to know it. */
+async function knownUser(request: FastifyRequest): Promise<UiUser | null> {
+  if (request.user) return request.user;
+  // An error raised before the session plugin's hook (e.g. the origin guard) leaves no resolver.
+  if (typeof request.fetchSession !== "function") return null;
+  try {
+    return (await request.fetchSession())?.user ?? null;
+  } catch {
+    return null; // the page must render even when the database is what failed
+  }
+}
+
+/**
+ * Fills the error handler's `errorPageRenderer`: browsers get a page (403, 404, 400 with its
+ * message, 429, 500) while `/api/*` stays JSON (the handler only asks for HTML elsewhere).
+ * For an htmx request the page replaces the whole body (`HX-Retarget: body`): the user sees what a
+ * browser without JavaScript would see, never an error page squeezed into a table row.
+ */
+export const errorPagesPlugin = fp(
+  async (fastify) => {
+    fastify.errorPageRenderer = async (request: FastifyRequest, reply: FastifyReply, error: ErrorBody) => {
+      const retryAfter = Number(reply.getHeader("retry-after")) || undefined;
+      const page = describeErrorPage(error, retryAfter);
+      reply.code(page.status).header("cache-control", "no-store");
+      if (isHtmxRequest(request)) reply.header("hx-retarget", "body").header("hx-reswap", "innerHTML show:top");
+      const user = await knownUser(request);
+      try {
+        return reply.render("error", { title: page.heading, page, user });
+      } catch (renderError) {
+        request.log.error({ err: renderError }, "error page failed to render");
+        return reply.type("text/plain; charset=utf-8").send(`${page.heading}\n\n${page.message}\n`);
+      }
+    };
+  },
+  { name: "tether-error-pages", dependencies: ["tether-errors", "tether-page-render"] },
+);

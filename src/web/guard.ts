@@ -1,0 +1,85 @@
+/**
+ * The route guard: one encapsulated Fastify context holding every signed-in page, the counterpart of
+ * the seed's pathless layout route.
+ *
+ * Its `onRequest` hook runs before anything else in the context (before the body is even parsed):
+ * it calls `request.fetchSession()`; with no session it redirects to `/login` (302, or `HX-Redirect`
+ * for htmx) and no protected handler runs; otherwise it sets `request.user` (the UI-safe user) for
+ * the routes inside, and marks the response `Cache-Control: no-store` so the back button after
+ * sign-out never shows a cached protected page.
+ *
+ * ## Adding a page (API for other plugins)
+ *
+ * Write an ordinary Fastify plugin and hand it to `guardedPagesPlugin` in `pages`; the app does:
+ *
+ *     await app.register(guardedPagesPlugin, { pages: [devicePages] });
+ *
+ *     // devices/pages.ts
+ *     export const devicePages: FastifyPluginAsync = async (fastify) => {
+ *       fastify.get("/devices", async (request, reply) => {
+ *         const user = signedInUser(request);          // never null in here
+ *         return reply.render("devices", { title: "Devices", devices: await list(user.id) });
+ *       });
+ *     };
+ *
+ * Every route the plugin adds (and every plugin it registers in turn) inherits the guard: nothing to
+ * call, nothing to forget. Site-admin-only pages add their own hook inside, as the admin pages do
+ * (`request.requireSiteAdmin()` → a 403 page for others). Plugins are registered in order after the
+ * built-in pages (home, API tokens, users); `buildApp({ guardedPages })` appends to that list.
+ *
+ * Registering into the context later (from another plugin, after it has loaded) is not offered:
+ * Fastify would silently add such routes outside the context, unguarded.
+ */
+import type { FastifyPluginAsync, FastifyPluginCallback, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { redirectTo } from "../http/error-handler.js";
+import { LoginRequiredError } from "../http/errors.js";
+import type { UiUser } from "../plugins/session/session-plugin.js";
+import { adminPages } from "./routes/admin-pages.js";
+import { homePage } from "./routes/home-page.js";
+import { tokenPages } from "./routes/token-pages.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The UI-safe signed-in user: set by the route guard inside the guarded context, null elsewhere. */
+    user: UiUser | null;
+  }
+}
+
+/**
+ * A plugin of signed-in pages, async or callback style, with any type provider (plain or TypeBox).
+ * It is registered without options: close over whatever it needs.
+ */
+export type GuardedPagePlugin = FastifyPluginAsync<any, any, any> | FastifyPluginCallback<any, any, any>;
+
+export interface GuardedPagesOptions {
+  /** Further page plugins, registered after the built-in ones; all inherit the guard. */
+  pages?: GuardedPagePlugin[];
+}
+
+/** The guard's user, inside the guarded context; throws the login redirect if called outside it. */
+export function signedInUser(request: FastifyRequest): UiUser {
+  if (!request.user) throw new LoginRequiredError();
+  return request.user;
+}
+
+export const guardedPagesPlugin = fp<GuardedPagesOptions>(
+  async (fastify, options) => {
+    fastify.decorateRequest("user", null);
+
+    await fastify.register(async function guardedPages(guarded) {
+      guarded.addHook("onRequest", async (request, reply) => {
+        reply.header("cache-control", "no-store");
+        const session = await request.fetchSession();
+        if (!session) return redirectTo(request, reply, "/login", 302);
+        request.user = session.user;
+      });
+
+      await guarded.register(homePage);
+      await guarded.register(tokenPages);
+      await guarded.register(adminPages);
+      for (const page of options.pages ?? []) await guarded.register(page);
+    });
+  },
+  { name: "tether-guarded-pages", dependencies: ["tether-pages", "tether-session"] },
+);

@@ -1,0 +1,34 @@
+/**
+ * Tether's server-rendered pages: Eta templates (`src/views`), enhanced by htmx served from our own
+ * origin, every flow working without JavaScript. Register `pagesPlugin`, then `guardedPagesPlugin`:
+ *
+ *     await app.register(pagesPlugin);
+ *     await app.register(guardedPagesPlugin, { pages: [devicePages] });
+ *
+ * - `pagesPlugin`: security headers on every response, `/assets/*`, `reply.render`, the error pages
+ *   (`errorPageRenderer`), and the public pages (sign-in, sign-up, password reset, sign-out).
+ * - `guardedPagesPlugin`: the signed-in area behind the route guard (see guard.ts).
+ */
+import fp from "fastify-plugin";
+import { assetsPlugin } from "./assets.js";
+import { errorPagesPlugin } from "./error-pages.js";
+import { renderPlugin } from "./render.js";
+import { authPages } from "./routes/auth-pages.js";
+import { securityHeadersPlugin } from "./security-headers.js";
+
+export { guardedPagesPlugin, signedInUser, type GuardedPagePlugin, type GuardedPagesOptions } from "./guard.js";
+export { isHtmxRequest, wantsFragment, HTMX_CONFIG, type PageLocals } from "./render.js";
+export { CONTENT_SECURITY_POLICY } from "./security-headers.js";
+export type { FormState } from "./forms.js";
+
+export const pagesPlugin = fp(
+  async (fastify) => {
+    const https = new URL(fastify.auth.options.baseURL as string).protocol === "https:";
+    await fastify.register(securityHeadersPlugin, { https });
+    await fastify.register(assetsPlugin);
+    await fastify.register(renderPlugin);
+    await fastify.register(errorPagesPlugin);
+    await fastify.register(authPages);
+  },
+  { name: "tether-pages", dependencies: ["tether-errors", "tether-auth", "tether-session", "@fastify/formbody"] },
+);

@@ -1,0 +1,191 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { redirectTo } from "../../http/error-handler.js";
+import {
+  EMAIL_MAX_LENGTH,
+  formText,
+  NAME_MAX_LENGTH,
+  PASSWORD_MAX_LENGTH,
+  PASSWORD_MIN_LENGTH,
+  readAuthFailure,
+  type AuthFailure,
+  type FormState,
+} from "../forms.js";
+import { wantsFragment } from "../render.js";
+
+const LoginBody = Type.Object({ email: formText(EMAIL_MAX_LENGTH), password: formText(PASSWORD_MAX_LENGTH) });
+const SignupBody = Type.Object({
+  name: formText(NAME_MAX_LENGTH),
+  email: formText(EMAIL_MAX_LENGTH),
+  password: formText(PASSWORD_MAX_LENGTH),
+});
+const ForgotBody = Type.Object({ email: formText(EMAIL_MAX_LENGTH) });
+const ResetBody = Type.Object({ token: formText(200), newPassword: formText(PASSWORD_MAX_LENGTH) });
+const LoginQuery = Type.Object({ reset: formText(20) });
+const ForgotQuery = Type.Object({ email: formText(EMAIL_MAX_LENGTH) });
+const ResetQuery = Type.Object({ token: formText(200), error: formText(100) });
+
+/** Where the app lands a signed-in user. */
+export const HOME_PATH = "/home";
+
+type AuthForm = "login" | "signup" | "forgot-password" | "reset-password";
+
+/** Renders an auth page, or only its form for an htmx request (swapped in place of the form). */
+function showForm(request: FastifyRequest, reply: FastifyReply, form: AuthForm, data: Record<string, unknown>) {
+  return reply.render(wantsFragment(request) ? `auth/${form}-form` : `auth/${form}`, data);
+}
+
+/** The field a better-auth error code is about, so the form can mark and focus it. */
+function fieldOf(code: string | undefined, fallback: string): string {
+  if (!code || code === "INVALID_EMAIL_OR_PASSWORD") return fallback;
+  if (code.includes("PASSWORD")) return "password";
+  if (code.includes("EMAIL") || code.startsWith("USER_ALREADY_EXISTS")) return "email";
+  return fallback;
+}
+
+function failedForm(values: Record<string, string>, failure: AuthFailure, fallbackField: string): FormState {
+  return { values, error: failure.message, errorField: fieldOf(failure.code, fallbackField) };
+}
+
+/**
+ * Sign-in and sign-up: only for visitors who are not signed in. The hook sends a signed-in visitor
+ * home before anything renders, and before a second sign-in or sign-up could run.
+ */
+const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.addHook("onRequest", async (request, reply) => {
+    if (await request.fetchSession()) return redirectTo(request, reply, HOME_PATH, request.method === "GET" ? 302 : 303);
+  });
+
+  const loginPage = (request: FastifyRequest, reply: FastifyReply, form: FormState, notice?: string) =>
+    showForm(request, reply, "login", { title: "Sign in", form, notice, ssoEnabled: fastify.getEdgeSsoEnabled() });
+
+  fastify.get("/login", { schema: { querystring: LoginQuery } }, async (request, reply) => {
+    const notice = request.query.reset === "done" ? "Your password has been changed. Sign in with your new password." : undefined;
+    return loginPage(request, reply, { values: {} }, notice);
+  });
+
+  fastify.post("/login", { schema: { body: LoginBody } }, async (request, reply) => {
+    const email = (request.body.email ?? "").trim();
+    const password = request.body.password ?? "";
+    const values = { email };
+    if (email === "") return loginPage(request, reply.code(400), { values, error: "Enter your email address.", errorField: "email" });
+    if (password === "") return loginPage(request, reply.code(400), { values, error: "Enter your password.", errorField: "password" });
+
+    const response = await fastify.callAuth(request, reply, { method: "POST", path: "/sign-in/email", body: { email, password } });
+    if (response.ok) return redirectTo(request, reply, HOME_PATH);
+    const failure = await readAuthFailure(response, "Login failed");
+    return loginPage(request, reply.code(failure.status), failedForm(values, failure, "password"));
+  });
+
+  // Edge SSO (only when enabled): the proxy in front of us has authenticated the browser and asserts
+  // who it is in headers, which `callAuth` forwards with the request to better-auth's `/edge/sign-in`.
+  if (fastify.getEdgeSsoEnabled()) {
+    fastify.post("/login/sso", async (request, reply) => {
+      const response = await fastify.callAuth(request, reply, { method: "POST", path: "/edge/sign-in", body: {} });
+      if (response.ok) return redirectTo(request, reply, HOME_PATH);
+      const failure = await readAuthFailure(response, "Single sign-on failed");
+      return reply.code(failure.status).render("auth/login", { title: "Sign in", form: { values: {} }, ssoError: failure.message, ssoEnabled: true });
+    });
+  }
+
+  const signupPage = (request: FastifyRequest, reply: FastifyReply, form: FormState) =>
+    showForm(request, reply, "signup", { title: "Create your account", form, minPasswordLength: PASSWORD_MIN_LENGTH });
+
+  fastify.get("/signup", async (request, reply) => signupPage(request, reply, { values: {} }));
+
+  fastify.post("/signup", { schema: { body: SignupBody } }, async (request, reply) => {
+    const name = (request.body.name ?? "").trim();
+    const email = (request.body.email ?? "").trim();
+    const password = request.body.password ?? "";
+    const values = { name, email };
+    const refuse = (error: string, errorField: string) => signupPage(request, reply.code(400), { values, error, errorField });
+    if (name === "") return refuse("Enter your name.", "name");
+    if (email === "") return refuse("Enter your email address.", "email");
+    if (password.length < PASSWORD_MIN_LENGTH) return refuse(`Choose a password of at least ${PASSWORD_MIN_LENGTH} characters.`, "password");
+
+    const response = await fastify.callAuth(request, reply, { method: "POST", path: "/sign-up/email", body: { name, email, password } });
+    if (response.ok) return redirectTo(request, reply, HOME_PATH);
+    const failure = await readAuthFailure(response, "Sign-up failed");
+    return signupPage(request, reply.code(failure.status), failedForm(values, failure, "email"));
+  });
+};
+
+/**
+ * The public pages: sign-in, sign-up, password reset and sign-out. Each form posts form-encoded data
+ * here; the handler calls better-auth over its own HTTP path (`callAuth`: rate limits and checks
+ * apply, its cookies are forwarded) and redirects (303, or `HX-Redirect` for htmx). A refusal renders
+ * the form again with the message and the email kept.
+ */
+const routes: FastifyPluginAsyncTypebox = async (fastify) => {
+  const baseURL = fastify.auth.options.baseURL as string;
+  const resetPageURL = new URL("/reset-password", baseURL).href;
+
+  fastify.get("/", async (_request, reply) => reply.redirect(HOME_PATH, 302));
+
+  await fastify.register(guestOnlyPages);
+
+  fastify.post("/logout", async (request, reply) => {
+    // better-auth deletes the session row and clears the cookie (forwarded by callAuth) whether or
+    // not the session was still valid; the visitor lands on the sign-in page either way.
+    await fastify.callAuth(request, reply, { method: "POST", path: "/sign-out", body: {} });
+    return redirectTo(request, reply.header("cache-control", "no-store"), "/login");
+  });
+
+  const forgotPage = (request: FastifyRequest, reply: FastifyReply, form: FormState, sentTo?: string) =>
+    showForm(request, reply, "forgot-password", { title: "Reset your password", form, sentTo });
+
+  fastify.get("/forgot-password", { schema: { querystring: ForgotQuery } }, async (request, reply) =>
+    forgotPage(request, reply, { values: { email: (request.query.email ?? "").trim() } }),
+  );
+
+  fastify.post("/forgot-password", { schema: { body: ForgotBody } }, async (request, reply) => {
+    const email = (request.body.email ?? "").trim();
+    const values = { email };
+    if (email === "") return forgotPage(request, reply.code(400), { values, error: "Enter your email address.", errorField: "email" });
+    const response = await fastify.callAuth(request, reply, {
+      method: "POST",
+      path: "/request-password-reset",
+      body: { email, redirectTo: resetPageURL },
+    });
+    if (!response.ok) {
+      const failure = await readAuthFailure(response, "The reset link could not be sent");
+      return forgotPage(request, reply.code(failure.status), failedForm(values, failure, "email"));
+    }
+    // The same answer whether or not the account exists: the page must not reveal who has one.
+    return forgotPage(request, reply, { values: {} }, email);
+  });
+
+  const resetPage = (request: FastifyRequest, reply: FastifyReply, data: { form: FormState; token?: string; invalidLink?: boolean }) =>
+    showForm(request, reply, "reset-password", { title: "Choose a new password", minPasswordLength: PASSWORD_MIN_LENGTH, ...data });
+
+  // The emailed link goes through better-auth (`/api/auth/reset-password/<token>`), which checks the
+  // token and redirects here with `?token=` (or `?error=INVALID_TOKEN`).
+  fastify.get("/reset-password", { schema: { querystring: ResetQuery } }, async (request, reply) => {
+    const { token, error } = request.query;
+    if (error || !token) return resetPage(request, reply.code(400), { form: { values: {} }, invalidLink: true });
+    return resetPage(request, reply, { form: { values: {} }, token });
+  });
+
+  fastify.post("/reset-password", { schema: { body: ResetBody } }, async (request, reply) => {
+    const token = request.body.token ?? "";
+    const newPassword = request.body.newPassword ?? "";
+    if (token === "") return resetPage(request, reply.code(400), { form: { values: {} }, invalidLink: true });
+    if (newPassword.length < PASSWORD_MIN_LENGTH) {
+      const error = `Choose a password of at least ${PASSWORD_MIN_LENGTH} characters.`;
+      return resetPage(request, reply.code(400), { form: { values: {}, error, errorField: "newPassword" }, token });
+    }
+    const response = await fastify.callAuth(request, reply, { method: "POST", path: "/reset-password", body: { newPassword, token } });
+    if (response.ok) return redirectTo(request, reply, "/login?reset=done");
+    const failure = await readAuthFailure(response, "The password could not be changed");
+    if (failure.code === "INVALID_TOKEN") return resetPage(request, reply.code(400), { form: { values: {} }, invalidLink: true });
+    return resetPage(request, reply.code(failure.status), { form: { values: {}, error: failure.message, errorField: "newPassword" }, token });
+  });
+};
+
+export const authPages = fp(routes, {
+  name: "tether-auth-pages",
+  encapsulate: true,
+  dependencies: ["tether-auth", "tether-session", "tether-page-render", "@fastify/formbody"],
+});

@@ -1,0 +1,112 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { redirectTo } from "../../http/error-handler.js";
+import { HttpError, notFound } from "../../http/errors.js";
+import { createApiToken, listApiTokens, revokeApiToken, type CreatedApiToken } from "../../plugins/session/api-tokens.js";
+import { SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
+import { formText, type FormState } from "../forms.js";
+import { signedInUser } from "../guard.js";
+import { wantsFragment } from "../render.js";
+
+const TOKENS_PATH = "/settings/tokens";
+const NAME_MAX_LENGTH = 100;
+const MAX_SCOPES = 32;
+const scopePattern = new RegExp(SCOPE_PATTERN);
+
+/** Lifetimes offered by the form; "" is a token that never expires. */
+export const EXPIRY_CHOICES = [
+  { value: "30", label: "30 days" },
+  { value: "90", label: "90 days" },
+  { value: "365", label: "1 year" },
+  { value: "", label: "Never" },
+] as const;
+
+const CreateTokenForm = Type.Object({ name: formText(500), expiresInDays: formText(10), scopes: formText(2000) });
+const TokenParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+const TokensQuery = Type.Object({ notice: formText(20) });
+
+interface PanelExtras {
+  form?: FormState;
+  created?: CreatedApiToken;
+  notice?: string;
+  focusNotice?: boolean;
+}
+
+type TokenInput = { name: string; scopes: string[]; expiresInDays: number | undefined };
+
+/** Checks the create form; the first problem is returned with the field it is about. */
+function readTokenForm(body: { name?: string; expiresInDays?: string; scopes?: string }): TokenInput | FormState {
+  const values = { name: (body.name ?? "").trim(), expiresInDays: body.expiresInDays ?? "", scopes: (body.scopes ?? "").trim() };
+  const refuse = (error: string, errorField: string): FormState => ({ values, error, errorField });
+  if (values.name === "") return refuse("Give the token a name.", "name");
+  if (values.name.length > NAME_MAX_LENGTH) return refuse(`Use a name of at most ${NAME_MAX_LENGTH} characters.`, "name");
+  const choice = EXPIRY_CHOICES.find((c) => c.value === values.expiresInDays);
+  if (!choice) return refuse("Choose one of the offered lifetimes.", "expiresInDays");
+  const scopes = values.scopes === "" ? [] : values.scopes.split(/[\s,]+/).filter(Boolean);
+  const badScope = scopes.find((scope) => !scopePattern.test(scope));
+  if (badScope !== undefined) {
+    return refuse(`“${badScope.slice(0, 64)}” is not a scope: use lowercase letters, digits and : _ . -`, "scopes");
+  }
+  if (scopes.length > MAX_SCOPES) return refuse(`A token can have at most ${MAX_SCOPES} scopes.`, "scopes");
+  return { name: values.name, scopes, expiresInDays: choice.value === "" ? undefined : Number(choice.value) };
+}
+
+/** `/settings/tokens`: the signed-in user's API tokens (inside the guarded context). */
+const routes: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { db } = fastify;
+
+  /** The whole page, or only the panel for an htmx request. */
+  const showTokens = async (request: FastifyRequest, reply: FastifyReply, extras: PanelExtras = {}) => {
+    const data = {
+      title: "API tokens",
+      tokens: await listApiTokens(db, signedInUser(request).id),
+      expiryChoices: EXPIRY_CHOICES,
+      form: { values: {} },
+      ...extras,
+    };
+    return reply.render(wantsFragment(request) ? "settings/tokens-panel" : "settings/tokens", data);
+  };
+
+  const findOwnToken = async (request: FastifyRequest<{ Params: { id: string } }>) => {
+    const token = (await listApiTokens(db, signedInUser(request).id)).find((t) => t.id === request.params.id);
+    if (!token) throw notFound("No such token");
+    return token;
+  };
+
+  fastify.get(TOKENS_PATH, { schema: { querystring: TokensQuery } }, async (request, reply) =>
+    showTokens(request, reply, { notice: request.query.notice === "revoked" ? "Token revoked." : undefined }),
+  );
+
+  fastify.post(TOKENS_PATH, { schema: { body: CreateTokenForm } }, async (request, reply) => {
+    // As in the JSON API: only a browser session may mint tokens. A token that could mint tokens
+    // could outlive its own revocation.
+    if ((await request.getSession())?.session === null) {
+      throw new HttpError(403, "COOKIE_SESSION_REQUIRED", "API tokens can be created only from a signed-in browser session");
+    }
+    const input = readTokenForm(request.body);
+    if ("values" in input) return showTokens(request, reply.code(400), { form: input });
+    const created = await createApiToken(db, { userId: signedInUser(request).id, ...input });
+    // The value is in this response and nowhere else: it is never stored, and the page is no-store.
+    return showTokens(request, reply, { created });
+  });
+
+  // Without JavaScript, "Revoke" opens this confirmation page; with htmx, hx-confirm asks instead.
+  fastify.get(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) =>
+    reply.render("settings/revoke-token", { title: "Revoke token", token: await findOwnToken(request) }),
+  );
+
+  fastify.post(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) => {
+    const token = await findOwnToken(request);
+    if (!(await revokeApiToken(db, signedInUser(request).id, token.id))) throw notFound("No such token");
+    if (!wantsFragment(request)) return redirectTo(request, reply, `${TOKENS_PATH}?notice=revoked`);
+    return showTokens(request, reply, { notice: `Token “${token.name}” revoked.`, focusNotice: true });
+  });
+};
+
+export const tokenPages = fp(routes, {
+  name: "tether-token-pages",
+  encapsulate: true,
+  dependencies: ["tether-db", "tether-session", "tether-page-render", "@fastify/formbody"],
+});
