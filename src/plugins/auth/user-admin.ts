@@ -26,15 +26,22 @@ export function onUserChanged(auth: Auth, listener: UserChangeListener): () => v
 }
 
 /**
+ * Tells this process's listeners (the session cache) that something of `userId`'s changed (the user,
+ * a session or an API token), before the change's response leaves. Other processes hear of it through
+ * database notifications, which arrive asynchronously.
+ */
+export function notifyUserChanged(auth: Auth, userId: string): void {
+  for (const listener of changeListeners.get(auth) ?? []) listener(userId);
+}
+
+/**
  * Admin operations on users. Updates go through better-auth's internal adapter (so a secondary
  * store's cached copy of the user changes too), and deactivation deletes the user's sessions: the
  * next request of a deactivated user is anonymous everywhere, not only in Tether's own resolver.
  */
 export function userAdmin(auth: Auth, db: Kysely<Database>) {
   const internal = async () => (await auth.$context).internalAdapter;
-  const changed = (userId: string) => {
-    for (const listener of changeListeners.get(auth) ?? []) listener(userId);
-  };
+  const changed = (userId: string) => notifyUserChanged(auth, userId);
 
   return {
     async list(): Promise<UserListing[]> {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
 import { HttpError, notFound, unauthorized } from "../../http/errors.js";
+import { notifyUserChanged } from "../auth/user-admin.js";
 import { createApiToken, listApiTokens, revokeApiToken } from "./api-tokens.js";
 
 export const SCOPE_PATTERN = "^[a-z][a-z0-9:_.-]{0,63}$";
@@ -42,6 +43,8 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     const session = await request.getSession();
     if (!session) throw unauthorized();
     if (!(await revokeApiToken(fastify.db, session.user.id, request.params.id))) throw notFound("No such token");
+    // This process's session cache forgets the token now; the database notification may come later.
+    notifyUserChanged(fastify.auth, session.user.id);
     return reply.code(204).send();
   });
 };
