@@ -57,7 +57,10 @@ export interface ProcessOutput {
 export function runProcess(file: string, args: readonly string[], opts: RunProcessOptions): Promise<ProcessOutput> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, shell: false, windowsHide: true, stdio: ["ignore", "pipe", "pipe"] });
+    // Its own process group on POSIX, so a kill reaches the program's children too (a shell script's `sleep`
+    // would otherwise keep the pipes, and the call, open).
+    const group = process.platform !== "win32";
+    const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, shell: false, windowsHide: true, detached: group, stdio: ["ignore", "pipe", "pipe"] });
     const collect = () => {
       const state = { chunks: [] as Buffer[], kept: 0, omitted: 0 };
       return {
@@ -77,11 +80,17 @@ export function runProcess(file: string, args: readonly string[], opts: RunProce
     let failure: ToolError | undefined;
     const kill = (why: ToolError) => {
       failure ??= why;
-      child.kill("SIGKILL");
+      try {
+        if (group && child.pid) process.kill(-child.pid, "SIGKILL");
+        else child.kill("SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
     };
     const timer = setTimeout(() => kill(new ToolError("TIMEOUT", `The command did not finish within ${opts.timeoutMs} ms and was killed`, { timeoutMs: opts.timeoutMs })), opts.timeoutMs);
     const onAbort = () => kill(new ToolError("ABORTED", "The tool call was cancelled; the command was killed"));
     opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) onAbort();
     const cleanup = () => {
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
@@ -89,6 +98,14 @@ export function runProcess(file: string, args: readonly string[], opts: RunProce
     child.on("error", (error) => {
       cleanup();
       reject(error);
+    });
+    child.on("exit", () => {
+      if (!failure) return;
+      // Killed: do not wait for pipes a stray grandchild might still hold.
+      cleanup();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      reject(failure);
     });
     child.on("close", (code, signal) => {
       cleanup();
