@@ -30,7 +30,11 @@ export function describeErrorPage(error: ErrorBody, retryAfterSeconds?: number):
       hint: "Ask a site admin if you think you should.",
     };
   }
-  if (status === 404) return { status, heading: "Page not found", message: "There is nothing at this address." };
+  if (status === 404) {
+    // The not-found handler's own message names the route; a handler's (e.g. "No such token") helps.
+    const generic = message.startsWith("No route for ") || message === "Not found";
+    return { status, heading: generic ? "Page not found" : "Not found", message: generic ? "There is nothing at this address." : message };
+  }
   if (status === 429) {
     const wait = retryAfterSeconds ? `Wait ${retryAfterSeconds} seconds` : "Wait a minute";
     return { status, heading: "Too many attempts", message: `${wait}, then try again.` };

@@ -14,6 +14,8 @@ const TOKENS_PATH = "/settings/tokens";
 const NAME_MAX_LENGTH = 100;
 const MAX_SCOPES = 32;
 const scopePattern = new RegExp(SCOPE_PATTERN);
+/** A token that is not (or no longer) one of the user's: revoked in another tab, or never theirs. */
+const GONE = "This token does not exist any more. It may have been revoked in another window.";
 
 /** Lifetimes offered by the form; "" is a token that never expires. */
 export const EXPIRY_CHOICES = [
@@ -71,7 +73,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   const findOwnToken = async (request: FastifyRequest<{ Params: { id: string } }>) => {
     const token = (await listApiTokens(db, signedInUser(request).id)).find((t) => t.id === request.params.id);
-    if (!token) throw notFound("No such token");
+    if (!token) throw notFound(GONE);
     return token;
   };
 
@@ -99,7 +101,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) => {
     const token = await findOwnToken(request);
-    if (!(await revokeApiToken(db, signedInUser(request).id, token.id))) throw notFound("No such token");
+    if (!(await revokeApiToken(db, signedInUser(request).id, token.id))) throw notFound(GONE);
     if (!wantsFragment(request)) return redirectTo(request, reply, `${TOKENS_PATH}?notice=revoked`);
     return showTokens(request, reply, { notice: `Token “${token.name}” revoked.`, focusNotice: true });
   });
