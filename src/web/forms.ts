@@ -16,11 +16,12 @@ export const PASSWORD_MIN_LENGTH = 8;
 export const NAME_MAX_LENGTH = 100;
 
 /**
- * A form field as the schema sees it: optional (a missing field gets a friendly message from the
- * handler, on the form itself) but always a string of bounded length. A repeated field (an array),
- * a JSON number or an oversized value fails the schema and gets a rendered 400 page.
+ * A form field (or query parameter) as the schema sees it: optional (a missing field gets a
+ * friendly message from the handler, on the form itself) but always a string of bounded length.
+ * A repeated field (an array), a JSON number or an oversized value fails the schema and gets a
+ * rendered 400 page.
  */
-export const formText = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
+export const optionalText = (maxLength: number) => Type.Optional(Type.String({ maxLength }));
 
 export interface AuthFailure {
   status: number;

@@ -2,8 +2,9 @@
  * The route guard: one encapsulated Fastify context holding every signed-in page, the counterpart of
  * the seed's pathless layout route.
  *
- * Its `onRequest` hook runs before anything else in the context (before the body is even parsed):
- * it calls `request.fetchSession()`; with no session it redirects to `/login` (302, or `HX-Redirect`
+ * Its `onRequest` hook runs before every other hook and handler of the context (after the app's own
+ * root hooks: origin guard, cookies, session binding; before the body is even parsed). It calls
+ * `request.fetchSession()`; with no session it redirects to `/login` (302, or `HX-Redirect`
  * for htmx) and no protected handler runs; otherwise it sets `request.user` (the UI-safe user) for
  * the routes inside, and marks the response `Cache-Control: no-store` so the back button after
  * sign-out never shows a cached protected page.
@@ -22,8 +23,9 @@
  *       });
  *     };
  *
- * Every route the plugin adds (and every plugin it registers in turn) inherits the guard: nothing to
- * call, nothing to forget. Site-admin-only pages add their own hook inside, as the admin pages do
+ * Every route the plugin adds (and every plugin it registers in turn, wrapped in fastify-plugin or
+ * not) inherits the guard: nothing to call, nothing to forget. Templates go in `src/views` (start a
+ * page with `<% layout("/layout") %>`); a navigation link goes in `src/views/layout.eta`. Site-admin-only pages add their own hook inside, as the admin pages do
  * (`request.requireSiteAdmin()` → a 403 page for others). Plugins are registered in order after the
  * built-in pages (home, API tokens, users); `buildApp({ guardedPages })` appends to that list.
  *

@@ -264,6 +264,7 @@ async function browserTests(): Promise<void> {
     await page.goto("/login");
     await page.getByRole("link", { name: "Forgot password?" }).click();
     await page.waitForURL("**/forgot-password");
+    await shot(page, "forgot-password");
     await page.getByLabel("Email").fill(email);
     await page.getByRole("button", { name: "Send reset link" }).click();
     await page.getByRole("status").filter({ hasText: "we have sent it a link" }).waitFor();

@@ -6,13 +6,13 @@ import { redirectTo } from "../../http/error-handler.js";
 import { badRequest, notFound } from "../../http/errors.js";
 import { userAdmin, type UserListing } from "../../plugins/auth/user-admin.js";
 import { ADMIN_SCOPE } from "../../routes/admin-api.js";
-import { formText } from "../forms.js";
+import { optionalText } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
 
 const USERS_PATH = "/admin/users";
 const UserParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
-const UsersQuery = Type.Object({ notice: formText(20) });
+const UsersQuery = Type.Object({ notice: optionalText(20) });
 
 interface UserAction {
   /** Refused on one's own account, with this message. */

@@ -5,7 +5,7 @@ import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
 import {
   EMAIL_MAX_LENGTH,
-  formText,
+  optionalText,
   NAME_MAX_LENGTH,
   PASSWORD_MAX_LENGTH,
   PASSWORD_MIN_LENGTH,
@@ -15,17 +15,17 @@ import {
 } from "../forms.js";
 import { wantsFragment } from "../render.js";
 
-const LoginBody = Type.Object({ email: formText(EMAIL_MAX_LENGTH), password: formText(PASSWORD_MAX_LENGTH) });
+const LoginBody = Type.Object({ email: optionalText(EMAIL_MAX_LENGTH), password: optionalText(PASSWORD_MAX_LENGTH) });
 const SignupBody = Type.Object({
-  name: formText(NAME_MAX_LENGTH),
-  email: formText(EMAIL_MAX_LENGTH),
-  password: formText(PASSWORD_MAX_LENGTH),
+  name: optionalText(NAME_MAX_LENGTH),
+  email: optionalText(EMAIL_MAX_LENGTH),
+  password: optionalText(PASSWORD_MAX_LENGTH),
 });
-const ForgotBody = Type.Object({ email: formText(EMAIL_MAX_LENGTH) });
-const ResetBody = Type.Object({ token: formText(200), newPassword: formText(PASSWORD_MAX_LENGTH) });
-const LoginQuery = Type.Object({ reset: formText(20) });
-const ForgotQuery = Type.Object({ email: formText(EMAIL_MAX_LENGTH) });
-const ResetQuery = Type.Object({ token: formText(200), error: formText(100) });
+const ForgotBody = Type.Object({ email: optionalText(EMAIL_MAX_LENGTH) });
+const ResetBody = Type.Object({ token: optionalText(200), newPassword: optionalText(PASSWORD_MAX_LENGTH) });
+const LoginQuery = Type.Object({ reset: optionalText(20) });
+const ForgotQuery = Type.Object({ email: optionalText(EMAIL_MAX_LENGTH) });
+const ResetQuery = Type.Object({ token: optionalText(200), error: optionalText(100) });
 
 /** Where the app lands a signed-in user. */
 export const HOME_PATH = "/home";

@@ -6,7 +6,7 @@ import { redirectTo } from "../../http/error-handler.js";
 import { HttpError, notFound } from "../../http/errors.js";
 import { createApiToken, listApiTokens, revokeApiToken, type CreatedApiToken } from "../../plugins/session/api-tokens.js";
 import { SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
-import { formText, type FormState } from "../forms.js";
+import { optionalText, type FormState } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
 
@@ -25,9 +25,9 @@ export const EXPIRY_CHOICES = [
   { value: "", label: "Never" },
 ] as const;
 
-const CreateTokenForm = Type.Object({ name: formText(500), expiresInDays: formText(10), scopes: formText(2000) });
+const CreateTokenForm = Type.Object({ name: optionalText(500), expiresInDays: optionalText(10), scopes: optionalText(2000) });
 const TokenParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
-const TokensQuery = Type.Object({ notice: formText(20) });
+const TokensQuery = Type.Object({ notice: optionalText(20) });
 
 interface PanelExtras {
   form?: FormState;
