@@ -76,6 +76,10 @@ export const authPlugin = fp<AuthPluginOptions>(
           path,
           body: request.body,
         });
+        if (response.status === 404 && !response.body) {
+          // No such auth endpoint (or not for this method): the app's own not-found answer, not an empty 404.
+          return reply.callNotFound();
+        }
         reply.code(response.status);
         for (const [name, value] of response.headers) {
           if (name !== "set-cookie" && name !== "content-length") reply.header(name, value);
