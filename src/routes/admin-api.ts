@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { badRequest, notFound } from "../http/errors.js";
+import { strictValidatorCompiler } from "../http/strict-validator.js";
 import { userAdmin } from "../plugins/auth/user-admin.js";
 
 const UserParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
@@ -13,6 +14,8 @@ export const ADMIN_SCOPE = "admin";
  */
 export const adminApiRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const users = userAdmin(fastify.auth, fastify.db);
+  // Unknown fields are refused, not dropped (see strict-validator.ts).
+  fastify.setValidatorCompiler(strictValidatorCompiler);
 
   fastify.addHook("preHandler", async (request) => {
     await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });

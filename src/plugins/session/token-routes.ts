@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
 import { HttpError, notFound, unauthorized } from "../../http/errors.js";
+import { strictValidatorCompiler } from "../../http/strict-validator.js";
 import { notifyUserChanged } from "../auth/user-admin.js";
 import { createApiToken, listApiTokens, revokeApiToken } from "./api-tokens.js";
 
@@ -23,6 +24,9 @@ const TokenIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 1
  * Only a cookie session can mint a token: a token that could mint tokens could outlive its revocation.
  */
 const routes: FastifyPluginAsyncTypebox = async (fastify) => {
+  // Unknown fields are refused, not dropped: a misspelt `expiresInDays` must not mint a token that never expires.
+  fastify.setValidatorCompiler(strictValidatorCompiler);
+
   fastify.post("/api/tokens", { schema: { body: CreateTokenBody } }, async (request, reply) => {
     const session = await request.getSession();
     if (!session) throw unauthorized();
