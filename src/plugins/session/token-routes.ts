@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
-import { HttpError, notFound, unauthorized } from "../../http/errors.js";
+import { badRequest, HttpError, notFound, unauthorized } from "../../http/errors.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 import { notifyUserChanged } from "../auth/user-admin.js";
 import { createApiToken, listApiTokens, revokeApiToken } from "./api-tokens.js";
@@ -33,7 +33,9 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (session.session === null) {
       throw new HttpError(403, "COOKIE_SESSION_REQUIRED", "API tokens can be created only from a signed-in browser session");
     }
-    const created = await createApiToken(fastify.db, { userId: session.user.id, ...request.body, name: request.body.name.trim() });
+    const name = request.body.name.trim();
+    if (name === "") throw badRequest("INVALID_INPUT", 'body: "name" must not be blank');
+    const created = await createApiToken(fastify.db, { userId: session.user.id, ...request.body, name });
     return reply.code(201).send(created);
   });
 
