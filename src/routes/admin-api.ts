@@ -17,7 +17,8 @@ export const adminApiRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Unknown fields are refused, not dropped (see strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
 
-  fastify.addHook("preHandler", async (request) => {
+  // Before validation: a caller who may not use this API learns nothing about its input.
+  fastify.addHook("preValidation", async (request) => {
     await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
   });
 
