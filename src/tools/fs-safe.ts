@@ -475,11 +475,14 @@ export function writeAllSync(fd: number, data: Buffer): void {
   while (offset < data.length) offset += fs.writeSync(fd, data, offset, data.length - offset);
 }
 
-/** Reads up to `max` bytes from the start of an open file. */
-export function readHeadSync(fd: number, max: number): Buffer {
+/**
+ * Reads up to `max` bytes from the start of an open file. With `enough` (the size fstat reported), stops once
+ * that much is in, saving the read that would only report end of file.
+ */
+export function readHeadSync(fd: number, max: number, enough = max): Buffer {
   const buffer = Buffer.allocUnsafe(max);
   let total = 0;
-  while (total < max) {
+  while (total < max && total < enough) {
     const n = fs.readSync(fd, buffer, total, max - total, total);
     if (n === 0) break;
     total += n;

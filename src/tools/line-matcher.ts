@@ -57,8 +57,55 @@ export interface LineMatcherOptions {
   budgetMs: number;
 }
 
+/**
+ * A substring every match of `source` must contain, or undefined when none is certain. Conservative by design:
+ * any alternation gives up, only literal runs outside groups and classes count, and a character followed by a
+ * quantifier that allows zero of it is dropped. Used to skip files (without decoding them) that cannot match.
+ */
+export function requiredLiteral(source: string): string | undefined {
+  // Alternation makes nothing certain; escapes with a payload (\u0041, \x41, \cJ, \p{L}, \k<n>) are not parsed.
+  if (source.includes("|") || /\\[uxcpPk]/.test(source)) return undefined;
+  let best = "";
+  let run = "";
+  let depth = 0;
+  const end = () => {
+    if (run.length > best.length) best = run;
+    run = "";
+  };
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    const next = source[i + 1];
+    let literal: string | undefined;
+    if (c === "\\") {
+      // Escaped punctuation is itself; letters and digits are classes, anchors or back-references.
+      if (next !== undefined && /[^A-Za-z0-9]/.test(next)) literal = next;
+      i++;
+    } else if (c === "[") {
+      for (i++; i < source.length && source[i] !== "]"; i++) if (source[i] === "\\") i++;
+    } else if (c === "{") {
+      while (i < source.length && source[i] !== "}") i++;
+    } else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (!".^$*+?{}".includes(c)) literal = c;
+    const quantifier = source[i + 1];
+    if (literal === undefined || depth > 0) {
+      end();
+      if (quantifier === "*" || quantifier === "?" || quantifier === "{") end();
+      continue;
+    }
+    if (quantifier === "*" || quantifier === "?" || quantifier === "{") {
+      end(); // this character may be absent or repeated: not part of a fixed run
+      continue;
+    }
+    run += literal;
+    if (quantifier === "+") end(); // present, but repeated: the run cannot continue past it
+  }
+  end();
+  return best.length >= 2 ? best : undefined;
+}
+
 export class LineMatcher {
-  /** For a case-sensitive literal: bytes to look for before decoding a file at all. */
+  /** Bytes every matching file must contain, checked before decoding a file at all (case-sensitive only). */
   readonly literalBytes: Buffer | undefined;
   private readonly re: RegExp;
   private readonly reWhole: RegExp | null;
@@ -79,7 +126,8 @@ export class LineMatcher {
     // match on the whole text, except for lookarounds, which can see past a line's ends.
     this.reWhole = /\(\?<?[=!]/.test(source) ? null : new RegExp(source, `${flags}m`);
     this.sandboxed = !opts.literal;
-    this.literalBytes = opts.literal && !opts.ignoreCase ? Buffer.from(opts.pattern, "utf8") : undefined;
+    const required = opts.ignoreCase ? undefined : opts.literal ? opts.pattern : requiredLiteral(opts.pattern);
+    this.literalBytes = required === undefined ? undefined : Buffer.from(required, "utf8");
   }
 
   match(texts: string[], maxHits: number): TextMatches[] {

@@ -144,7 +144,7 @@ async function grep(input: GrepInput, ctx: ToolContext) {
         counts.tooLarge++;
         return;
       }
-      bytes = readHeadSync(file.fd, Math.min(file.stat.size + 1, LIMITS.grepFileBytes));
+      bytes = file.stat.size === 0 ? Buffer.alloc(0) : readHeadSync(file.fd, file.stat.size, file.stat.size);
     } catch {
       counts.unreadable++;
       return;
