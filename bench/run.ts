@@ -4,9 +4,11 @@
  * `npm run bench -- auth` runs one section.
  */
 import { benchAuth } from "./auth.js";
+import { benchTools } from "./tools.js";
 
 const sections: Record<string, () => Promise<void>> = {
   auth: benchAuth,
+  tools: benchTools,
 };
 
 const wanted = process.argv.slice(2);
