@@ -2,10 +2,10 @@
 import { Type } from "@sinclair/typebox";
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
-import picomatch from "picomatch";
 import type { ToolContext } from "../define.js";
 import { ToolError } from "../errors.js";
 import { fenceUntrusted } from "../fence.js";
+import { compileGlobMatcher, type GlobMatcher } from "../glob-match.js";
 import { DirHandle, openDirInScope, readHeadSync } from "../fs-safe.js";
 import { MAX_PATH_LENGTH } from "../paths.js";
 import type { Scope } from "../scope.js";
@@ -50,17 +50,9 @@ export function modeString(mode: number): string {
   return `0${(mode & 0o7777).toString(8).padStart(3, "0")}`;
 }
 
-/**
- * Picomatch with extglobs off: `+(a|aa)` style patterns compile to backtracking regexes, and patterns come from
- * the model. Braces, classes, `*`, `?` and `**` all still work.
- */
-export function compileGlob(pattern: string, field: string, opts: { dot?: boolean; basename?: boolean } = {}): (rel: string) => boolean {
-  if (pattern.includes("\0")) throw new ToolError("INVALID_INPUT", `Invalid "${field}": contains a NUL byte`, { field });
-  try {
-    return picomatch(pattern, { dot: opts.dot ?? false, basename: opts.basename ?? false, noextglob: true, windows: false, maxLength: 1000 });
-  } catch (error) {
-    throw new ToolError("INVALID_INPUT", `Invalid "${field}": ${(error as Error).message}`, { field });
-  }
+/** Globs from the model go through our own matcher: regex-based ones can be made to backtrack for seconds. */
+export function compileGlob(pattern: string, field: string, opts: { dot?: boolean; basename?: boolean } = {}): GlobMatcher {
+  return compileGlobMatcher(pattern, field, opts);
 }
 
 export function toArray(value: string | readonly string[] | undefined): string[] {

@@ -6,8 +6,8 @@ import { walkTree } from "../walk.js";
 import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, optionalPathField } from "./common.js";
 
 /**
- * Glob over our own walker (picomatch for matching) rather than a glob library's traversal: the walker is the one
- * that never enters symlinked directories and pins every directory it reads.
+ * Glob over our own walker rather than a glob library's traversal: the walker is the one that never enters
+ * symlinked directories and pins every directory it reads. Matching is `glob-match.ts` (no backtracking).
  */
 export const globTool = defineLocalTool({
   name: "glob",
@@ -36,11 +36,6 @@ export const globTool = defineLocalTool({
     const limit = input.limit ?? LIMITS.globMatches;
     const wanted = input.type ?? "any";
     const matches = compileGlob(pattern, "pattern", { dot });
-    // Per-segment pruning is only sound when no brace or group spans a "/".
-    const prunable = !/[{(][^})]*\/[^})]*[})]/.test(pattern);
-    const globstarAt = prunable ? segments.findIndex((s) => s.includes("**")) : 0;
-    const fixedSegments = globstarAt === -1 ? segments.length : globstarAt;
-    const segmentMatchers = segments.slice(0, fixedSegments).map((s) => compileGlob(s, "pattern", { dot }));
 
     const base = await ctx.scope.resolve(input.path ?? ".");
     const dir = openDirInScope(ctx.scope, base);
@@ -52,13 +47,9 @@ export const globTool = defineLocalTool({
         recursive: true,
         ...(ctx.signal ? { signal: ctx.signal } : {}),
         descend: (entry) => {
-          const index = entry.depth - 1; // the pattern segment this directory's name stands for
-          if (index < fixedSegments) {
-            if (index + 1 >= segments.length && globstarAt === -1) return false; // nothing deeper can match
-            return segmentMatchers[index]!(entry.name);
-          }
-          if (!input.includeIgnored && DEFAULT_SKIPPED_DIRS.has(entry.name)) return false;
-          return dot || !prunable || !entry.name.startsWith(".");
+          // .git and node_modules only when asked for, by option or by naming them in the pattern.
+          if (!input.includeIgnored && DEFAULT_SKIPPED_DIRS.has(entry.name) && !matches.literalNames.has(entry.name)) return false;
+          return matches.couldMatchBelow(entry.rel);
         },
         visit: (entry) => {
           if (wanted === "file" && entry.type !== "file") return true;
