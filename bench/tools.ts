@@ -16,7 +16,7 @@ import { builtinTools, createScope, invokeTool, type Scope } from "../src/tools/
 const run = promisify(execFile);
 const FILES = 20_000;
 const DIRS = 200; // 20 top-level folders with 10 sub-folders each
-const RUNS = 5;
+const RUNS = 7;
 const NEEDLE = "needle_marker";
 /** A regex with a required literal (prefiltered on bytes), and one without (every file decoded and matched). */
 const REGEX = "needle_marker = [0-9]+";
@@ -42,22 +42,33 @@ function makeTree(root: string): { matchingLines: number; bytes: number } {
   return { matchingLines, bytes };
 }
 
-async function median(fn: () => Promise<unknown>): Promise<number> {
-  await fn(); // warm-up (page cache, JIT)
-  const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
+/**
+ * Runs ours and the baseline alternately (after a warm-up of each), so load that comes and goes on a shared
+ * machine hits both alike; reports the median time of each and the median of the per-pair ratios.
+ */
+async function compare(label: string, ours: () => Promise<unknown>, baselineLabel: string, baseline: () => Promise<unknown>, goal?: number): Promise<number> {
+  const time = async (fn: () => Promise<unknown>) => {
     const started = performance.now();
     await fn();
-    times.push(performance.now() - started);
+    return performance.now() - started;
+  };
+  await ours();
+  await baseline();
+  const oursMs: number[] = [];
+  const baseMs: number[] = [];
+  const ratios: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const b = await time(baseline);
+    const o = await time(ours);
+    baseMs.push(b);
+    oursMs.push(o);
+    ratios.push(o / b);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
-}
-
-function row(label: string, ours: number, baselineLabel: string, baseline: number, goal?: number): void {
-  const ratio = ours / baseline;
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const ratio = median(ratios);
   const verdict = goal === undefined ? "" : ratio <= goal ? `  (goal <= ${goal}x: met)` : `  (goal <= ${goal}x: NOT met)`;
-  console.log(`${label.padEnd(34)} ${ours.toFixed(1).padStart(8)} ms   ${baselineLabel.padEnd(14)} ${baseline.toFixed(1).padStart(8)} ms   ${ratio.toFixed(2).padStart(5)}x${verdict}`);
+  console.log(`${label.padEnd(38)} ${median(oursMs).toFixed(1).padStart(8)} ms   ${baselineLabel.padEnd(10)} ${median(baseMs).toFixed(1).padStart(8)} ms   ${ratio.toFixed(2).padStart(5)}x${verdict}`);
+  return ratio;
 }
 
 async function tool(scope: Scope, name: string, input: object): Promise<Record<string, unknown>> {
@@ -67,7 +78,7 @@ async function tool(scope: Scope, name: string, input: object): Promise<Record<s
 export async function benchTools(): Promise<void> {
   const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "tether-bench-tools-")));
   try {
-    console.log(`\n## Local tools on a ${FILES.toLocaleString("en")}-file tree (median of ${RUNS} warm runs, vs a system tool in the same run)\n`);
+    console.log(`\n## Local tools on a ${FILES.toLocaleString("en")}-file tree (${RUNS} warm runs, alternating with a system tool; medians)\n`);
     const generated = performance.now();
     const { matchingLines, bytes } = makeTree(base);
     console.log(`tree: ${FILES} files in ${DIRS} folders, ${(bytes / 1024 / 1024).toFixed(1)} MB, made in ${((performance.now() - generated) / 1000).toFixed(1)} s\n`);
@@ -83,15 +94,16 @@ export async function benchTools(): Promise<void> {
     const listed = await tool(scope, "list_directory", { recursive: true });
     if ((listed.count as number) + (listed.omitted as number) !== FILES + DIRS + 20) throw new Error("list_directory missed entries");
 
-    const grep = (...args: string[]) => median(() => run("grep", [...args, base], { maxBuffer: 64 * 1024 * 1024 }));
-    row(`grep ${NEEDLE}`, await median(() => tool(scope, "grep", { pattern: NEEDLE })), "grep -rn", await grep("-rn", NEEDLE), 3);
-    row(`grep "${REGEX}"`, await median(() => tool(scope, "grep", { pattern: REGEX })), "grep -rnE", await grep("-rnE", REGEX), 3);
-    row("grep literal", await median(() => tool(scope, "grep", { pattern: NEEDLE, literal: true })), "grep -rnF", await grep("-rnF", NEEDLE), 3);
-    row("grep ignoreCase", await median(() => tool(scope, "grep", { pattern: NEEDLE.toUpperCase(), ignoreCase: true })), "grep -rni", await grep("-rni", NEEDLE.toUpperCase()), 3);
-    row(`grep "${NO_LITERAL}" (no literal)`, await median(() => tool(scope, "grep", { pattern: NO_LITERAL })), "grep -rnE", await grep("-rnE", NO_LITERAL), 3);
-    row("list_directory (recursive)", await median(() => tool(scope, "list_directory", { recursive: true })), "find", await median(() => run("find", [base], { maxBuffer: 64 * 1024 * 1024 })));
-    row("disk_usage", await median(() => tool(scope, "disk_usage", {})), "du -sb", await median(() => run("du", ["-sb", base])));
-    row("glob **/*.ts", await median(() => tool(scope, "glob", { pattern: "**/*.ts" })), "find -name", await median(() => run("find", [base, "-name", "*.ts"], { maxBuffer: 64 * 1024 * 1024 })));
+    const sys = (cmd: string, ...args: string[]) => () => run(cmd, [...args], { maxBuffer: 64 * 1024 * 1024 });
+    const ours = (name: string, input: object) => () => tool(scope, name, input);
+    await compare(`grep ${NEEDLE}`, ours("grep", { pattern: NEEDLE }), "grep -rn", sys("grep", "-rn", NEEDLE, base), 3);
+    await compare(`grep "${REGEX}"`, ours("grep", { pattern: REGEX }), "grep -rnE", sys("grep", "-rnE", REGEX, base), 3);
+    await compare(`grep "${NO_LITERAL}"`, ours("grep", { pattern: NO_LITERAL }), "grep -rnE", sys("grep", "-rnE", NO_LITERAL, base), 3);
+    await compare("grep literal", ours("grep", { pattern: NEEDLE, literal: true }), "grep -rnF", sys("grep", "-rnF", NEEDLE, base), 3);
+    await compare("grep ignoreCase", ours("grep", { pattern: NEEDLE.toUpperCase(), ignoreCase: true }), "grep -rni", sys("grep", "-rni", NEEDLE.toUpperCase(), base), 3);
+    await compare("list_directory (recursive)", ours("list_directory", { recursive: true }), "find", sys("find", base));
+    await compare("disk_usage", ours("disk_usage", {}), "du -sb", sys("du", "-sb", base));
+    await compare("glob **/*.ts", ours("glob", { pattern: "**/*.ts" }), "find -name", sys("find", base, "-name", "*.ts"));
     console.log(`\n(grep found ${matchingLines} matching lines, returned 200 and counted the rest; list_directory returns 1000 entries and counts the rest)`);
   } finally {
     fs.rmSync(base, { recursive: true, force: true });

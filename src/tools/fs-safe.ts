@@ -310,7 +310,7 @@ export interface OpenedFile {
  * reads a device: anything but a regular file is closed again before a byte is read.
  */
 export function openFileIn(dir: DirHandle, name: string, opts: { verifyPath?: boolean } = {}): OpenedFile {
-  const shown = path.join(dir.path, name);
+  const shown = dir.path.endsWith(path.sep) ? dir.path + name : dir.path + path.sep + name;
   const p = dir.at(name);
   let before: Stats | undefined;
   if (safeFsMode() === "fallback") {
