@@ -15,6 +15,7 @@ import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
+import { devicePages } from "./plugins/host/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
@@ -78,7 +79,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
-  await app.register(guardedPagesPlugin, { pages: options.guardedPages ?? [] });
+  await app.register(guardedPagesPlugin, { pages: [devicePages, ...(options.guardedPages ?? [])] });
   return app;
 }
 

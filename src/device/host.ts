@@ -211,6 +211,7 @@ class HostSession {
       const ending = await this.connectOnce(() => (attempt = 0));
       if (ending.next === "exit") {
         this.abortAll();
+        if (ending.code === ExitCode.stopped) log("tether-host: disconnected, stopped");
         return ending.code;
       }
       if (stop.aborted) {
@@ -224,6 +225,7 @@ class HostSession {
       log(`tether-host: disconnected from ${server} (${ending.why}); reconnecting in ${seconds(delay)}`);
       if (!(await sleep(delay, stop))) {
         this.abortAll();
+        log("tether-host: stopped");
         return ExitCode.stopped;
       }
     }

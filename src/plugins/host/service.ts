@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
+import { assistantTools, type AssistantTool } from "./assistant.js";
 import * as audit from "./audit.js";
 import type { AuditActor } from "./audit.js";
 import * as devices from "./devices.js";
@@ -36,6 +37,10 @@ export interface HostService {
   approve(caller: Caller, proposalId: string): Promise<{ proposal: Proposal; result: unknown }>;
   reject(caller: Caller, proposalId: string): Promise<Proposal>;
   pendingProposals(userId: string): Promise<Proposal[]>;
+  /** One of the owner's proposals, in any state, or PROPOSAL_NOT_FOUND. */
+  proposal(userId: string, proposalId: string): Promise<Proposal>;
+  /** The owner's read tools for a chat assistant, results fenced as untrusted (see assistant.ts). */
+  assistantTools(userId: string): Promise<AssistantTool[]>;
   /** Tells `listener` when the owner's devices or proposals change (for live pages). */
   watch(userId: string, listener: (topic: WatchTopic) => void): () => void;
 }
@@ -287,6 +292,14 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
 
     pendingProposals: (userId) => proposals.listPending(db, userId),
+
+    async proposal(userId, proposalId) {
+      const found = await proposals.get(db, userId, proposalId);
+      if (!found) throw new HostError("PROPOSAL_NOT_FOUND", "You have no proposal with this id");
+      return found;
+    },
+
+    assistantTools: (userId) => assistantTools(service, userId),
 
     watch(userId, listener) {
       let set = watchers.get(userId);

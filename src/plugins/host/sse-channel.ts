@@ -8,6 +8,8 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 export interface SseStream extends DeviceChannel {
   /** Resolves when the stream has ended, whoever ended it. */
   readonly ended: Promise<void>;
+  /** Ends the stream without a `close` event (streams that do not speak the host protocol). */
+  end(): void;
 }
 
 /**
@@ -48,6 +50,12 @@ export function openSseStream(raw: ServerResponse, keepAliveMs: number, extraHea
 
   return {
     ended,
+    end() {
+      if (!open) return;
+      open = false;
+      clearInterval(keepAlive);
+      raw.end();
+    },
     send(event, data) {
       write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     },

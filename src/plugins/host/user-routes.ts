@@ -1,15 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { FastifyRequest } from "fastify";
-import { unauthorized } from "../../http/errors.js";
-import type { ResolvedSession } from "../session/resolve-session.js";
-import { HostError, toHttpError } from "./errors.js";
+import { hostCaller as caller, hostPerson as person } from "./callers.js";
+import { toHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
-import type { Caller, DeviceView } from "./service.js";
+import type { DeviceView } from "./service.js";
 import { hostValidatorCompiler } from "./validator.js";
 
-/** The scope an API token needs to list devices and call tools. */
-export const HOST_CALL_SCOPE = "host:call";
+export { HOST_CALL_SCOPE } from "./callers.js";
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const IdParams = Type.Object({ id: Id });
@@ -26,26 +23,6 @@ const CallBody = Type.Object(
 
 /** Only the id: the input applied is the one stored at propose time. */
 const DecisionBody = Type.Object({ proposalId: Id }, { additionalProperties: false });
-
-/** Who may ask: the owner's browser session, or an API token carrying `host:call`. */
-async function caller(request: FastifyRequest): Promise<Caller> {
-  const session = await request.getSession({ requiredScope: HOST_CALL_SCOPE });
-  if (!session) throw unauthorized(`Sign in, or send an API token with the "${HOST_CALL_SCOPE}" scope`);
-  return { userId: session.user.id, actor: session.session ? "session" : "token" };
-}
-
-/**
- * Pairing, revoking and deciding on proposals are a person's acts: they need the owner's browser
- * session. An agent holding a token can propose a change, never approve its own proposal.
- */
-async function person(request: FastifyRequest): Promise<Caller> {
-  const session: ResolvedSession | null = await request.getSession();
-  if (!session) throw unauthorized();
-  if (session.session === null) {
-    throw new HostError("COOKIE_SESSION_REQUIRED", "This needs the owner's signed-in browser session, not an API token");
-  }
-  return { userId: session.user.id, actor: "session" };
-}
 
 export function deviceJson(device: DeviceView) {
   return {
@@ -74,6 +51,7 @@ export function proposalJson(proposal: Proposal) {
     expiresAt: proposal.expiresAt,
     decidedAt: proposal.decidedAt,
     finishedAt: proposal.finishedAt,
+    result: proposal.result,
     error: proposal.error,
   };
 }
@@ -121,6 +99,11 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get("/api/host/proposals", async (request) => {
     const { userId } = await caller(request);
     return { proposals: (await service.pendingProposals(userId)).map(proposalJson) };
+  });
+
+  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams } }, async (request) => {
+    const { userId } = await caller(request);
+    return proposalJson(await service.proposal(userId, request.params.id));
   });
 
   fastify.post("/api/host/approve", { schema: { body: DecisionBody } }, async (request) => {
