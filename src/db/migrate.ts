@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import { type Migration, Migrator } from "kysely/migration";
 
 export class MigrationError extends Error {
@@ -10,7 +10,15 @@ export class MigrationError extends Error {
 
 /** Brings the database up to date with Kysely's Migrator; returns the names of migrations applied now. */
 export async function migrateToLatest(db: Kysely<any>, migrations: Record<string, Migration>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  // Without a schema, Kysely's Migrator looks for its bookkeeping tables in every schema it can see:
+  // when another schema of the same database has them (another app, or a test schema per process),
+  // it skips creating its own and then fails ("relation kysely_migration_lock does not exist").
+  const schema = (await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema ?? undefined;
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
