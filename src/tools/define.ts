@@ -144,8 +144,11 @@ export function defineLocalTool<S extends TObject>(def: LocalToolDefinition<S>):
 export function normaliseError(error: unknown, toolName: string): ToolError {
   if (error instanceof ToolError) return error;
   if ((error as Error | undefined)?.name === "AbortError") return new ToolError("ABORTED", "The tool call was cancelled");
-  if (typeof (error as NodeJS.ErrnoException | undefined)?.code === "string" && /^E[A-Z]+$/.test((error as NodeJS.ErrnoException).code!)) {
-    return fromFsError(error, "a path", "use");
+  const errno = error as NodeJS.ErrnoException | undefined;
+  if (typeof errno?.code === "string" && /^E[A-Z]+$/.test(errno.code)) {
+    // Our handle paths (/proc/self/fd/N/name) mean nothing to a reader: keep the name only.
+    const shown = typeof errno.path === "string" ? errno.path.replace(/^\/proc\/self\/fd\/\d+\//, "") : "a file";
+    return fromFsError(error, shown, "use");
   }
   const message = error instanceof Error ? error.message : String(error);
   return new ToolError("INTERNAL", `Tool ${toolName} failed: ${message}`);

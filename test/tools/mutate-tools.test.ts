@@ -46,6 +46,7 @@ t.test("write_file: refusals and edge cases", async (t) => {
   t.equal((await s.fail("write_file", { path: "missing/x.txt", content: "y", createParents: false })).code, "NOT_FOUND");
   t.equal((await s.fail("write_file", { path: "dir", content: "y" })).code, "IS_A_DIRECTORY");
   t.equal((await s.fail("write_file", { path: "exists.txt/x", content: "y" }, "apply")).code, "NOT_A_DIRECTORY");
+  t.equal((await s.fail("write_file", { path: "exists.txt/x/y", content: "y" })).code, "NOT_A_DIRECTORY", "the plan already knows");
   t.equal((await s.fail("write_file", { path: "big.txt", content: "é".repeat(6_000_000) })).code, "FILE_TOO_LARGE");
   const missing = await s.fail("write_file", { path: "x.txt" });
   t.equal(missing.code, "INVALID_INPUT");
@@ -160,6 +161,7 @@ t.test("create_directory", async (t) => {
   s.write("file", "");
   t.equal((await s.fail("create_directory", { path: "file" })).code, "ALREADY_EXISTS");
   t.equal((await s.fail("create_directory", { path: "file/sub" }, "apply")).code, "NOT_A_DIRECTORY");
+  t.equal((await s.fail("create_directory", { path: "file/sub/deeper" })).code, "NOT_A_DIRECTORY");
 });
 
 t.test("move", async (t) => {

@@ -99,13 +99,19 @@ export function notFound(shown: string): ToolError {
 export function missingAncestors(scope: Scope, real: string): string[] {
   const missing: string[] = [];
   let dir = path.dirname(real);
-  while (scope.contains(dir) && lstatInScope(scope, dir) === undefined) {
+  for (;;) {
+    const stat = scope.contains(dir) ? lstatInScope(scope, dir) : undefined;
+    if (stat) {
+      // The nearest thing that exists must be a folder, or nothing can be created beneath it.
+      if (!stat.isDirectory()) throw new ToolError("NOT_A_DIRECTORY", `${JSON.stringify(dir)} is not a folder`, { path: dir });
+      return missing;
+    }
+    if (!scope.contains(dir)) return missing;
     missing.unshift(dir);
     const up = path.dirname(dir);
-    if (up === dir) break;
+    if (up === dir) return missing;
     dir = up;
   }
-  return missing;
 }
 
 /** Reads a whole regular file (already opened) of at most `max` bytes as UTF-8 text, or says why not. */

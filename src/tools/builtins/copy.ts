@@ -106,6 +106,8 @@ async function run(input: CopyInput, ctx: ToolContext, apply: boolean) {
       try {
         await copyTreeContents(from, to, report, { recreateSymlinks: false, ...(ctx.signal ? { signal: ctx.signal } : {}) });
         to.chmod(from.stat().mode & 0o777);
+      } catch (error) {
+        throw fromFsError(error, target.real, "copy to");
       } finally {
         to.close();
       }

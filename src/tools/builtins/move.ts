@@ -123,7 +123,13 @@ async function run(input: MoveInput, ctx: ToolContext, apply: boolean) {
         if ((error as NodeJS.ErrnoException).code !== "EXDEV") throw fromFsError(error, dst, "move to");
         crossDevice = true;
       }
-      if (crossDevice) await moveAcrossDevices(srcDir, srcParts.name, dstDir, dstParts.name, input.overwrite ?? false, ctx.signal);
+      if (crossDevice) {
+        try {
+          await moveAcrossDevices(srcDir, srcParts.name, dstDir, dstParts.name, input.overwrite ?? false, ctx.signal);
+        } catch (error) {
+          throw fromFsError(error, dst, "move to");
+        }
+      }
       return { applied: true, ...plan, crossDevice, createdDirectories: created };
     } finally {
       dstDir.close();
