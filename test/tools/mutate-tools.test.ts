@@ -148,6 +148,9 @@ t.test("append_file", async (t) => {
   s.write("bin", Buffer.from([0, 1]));
   t.equal((await s.fail("append_file", { path: "bin", content: "x" })).code, "BINARY_FILE");
   t.equal((await s.fail("append_file", { path: "log.txt", content: "" })).code, "INVALID_INPUT");
+  s.write("near-limit.txt", "a".repeat(10 * 1024 * 1024 - 4));
+  t.match(await s.fail("append_file", { path: "near-limit.txt", content: "12345" }), { code: "FILE_TOO_LARGE", details: { limit: 10 * 1024 * 1024 } });
+  t.match(await s.call("append_file", { path: "near-limit.txt", content: "1234" }), { bytesAppended: 4 }, "up to the limit is fine");
 });
 
 t.test("create_directory", async (t) => {

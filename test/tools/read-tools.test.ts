@@ -48,6 +48,15 @@ t.test("list_directory", async (t) => {
   t.equal((await s.fail("list_directory", { limit: 1001 })).code, "INVALID_INPUT");
 });
 
+t.test("walks stop at 128 levels and say so", async (t) => {
+  const s = await sandbox(t);
+  s.write(`${"d/".repeat(130)}deep.txt`, "deep needle\n");
+  s.write("shallow.txt", "shallow needle\n");
+  t.match(await s.call("list_directory", { recursive: true, limit: 1 }), { depthLimitedDirectories: 1, omitted: 128 }, "128 folders and a file; the 128th folder is listed, not entered");
+  t.match(await s.call("grep", { pattern: "needle" }), { count: 1 });
+  t.match(await s.call("glob", { pattern: "**/*.txt" }), { count: 1, depthLimitedDirectories: 1 });
+});
+
 t.test("list_directory: 1000 entries at most, the rest counted", async (t) => {
   const s = await sandbox(t);
   for (let i = 0; i < 1005; i++) s.write(`many/f${String(i).padStart(4, "0")}`, "");
