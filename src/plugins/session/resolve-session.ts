@@ -26,6 +26,11 @@ export interface Resolution {
 export interface ResolutionInput {
   /** The session cookie's raw (URL-decoded) value, if the request has one. */
   sessionCookie: string | undefined;
+  /**
+   * better-auth's signed "don't remember me" cookie (sign-in with `rememberMe: false`), if present:
+   * such a session lasts a day and is never extended, so it is never due for refresh.
+   */
+  dontRememberCookie?: string | undefined;
   authorization: string | undefined;
   /** The request's headers, for the rare cases handed to better-auth. */
   headers: () => Headers;
@@ -72,7 +77,8 @@ export function createSessionResolver(deps: SessionResolverDeps) {
     if (row.user.deactivatedAt) return ANONYMOUS;
     const now = Date.now();
     const expired = row.session.expiresAt.getTime() <= now;
-    const dueForRefresh = row.session.expiresAt.getTime() - refreshWindowMs <= now;
+    const neverRefreshed = input.dontRememberCookie !== undefined && verifySignedCookie(input.dontRememberCookie, deps.secret) !== null;
+    const dueForRefresh = !neverRefreshed && row.session.expiresAt.getTime() - refreshWindowMs <= now;
     if (!expired && !dueForRefresh) return { session: row, tokenScopes: null, setCookies: [] };
 
     const { headers, response } = await auth.api.getSession({ headers: input.headers(), returnHeaders: true });

@@ -71,6 +71,7 @@ export const sessionPlugin = fp(
     const { auth, db } = fastify;
     const context = await auth.$context;
     const cookieName = context.authCookies.sessionToken.name;
+    const dontRememberCookieName = context.authCookies.dontRememberToken.name;
     const cache = fastify.dbListen ? await startAuthCache(fastify) : undefined;
     const resolveSession = createSessionResolver({
       db,
@@ -107,6 +108,7 @@ export const sessionPlugin = fp(
       const resolveOnce = () =>
         (pending ??= resolveSession({
           sessionCookie: request.cookies[cookieName],
+          dontRememberCookie: request.cookies[dontRememberCookieName],
           authorization: request.headers.authorization,
           headers: requestHeaders(request),
         }).then((resolution) => {
