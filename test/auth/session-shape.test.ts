@@ -6,7 +6,7 @@ import { loadConfig } from "../../src/config/env.js";
 import type { DatabaseHandle } from "../../src/db/connect.js";
 import { freePort, startTestApp, TEST_SECRET } from "../helpers/app.js";
 import { TestClient } from "../helpers/client.js";
-import { afterSqlChange, bare, bearer, body, cookieOf, mintToken, newUser, sessionSetCookie } from "../helpers/auth.js";
+import { afterSqlChange, bare, bearer, body, cookieOf, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
 
 // request.getSession() must give a handler what better-auth itself would, and must cost nothing
 // until asked, and one query when asked (any number of times).
@@ -129,6 +129,21 @@ t.test("a session due for refresh still resolves, is extended, and the response 
   t.equal(sessionSetCookie(await bare(url, "/test/ours", again)), undefined, "no refresh on the next request");
 });
 
+t.test("a rememberMe: false session (a day, never extended): the same as better-auth's, and no refresh", async (t) => {
+  const { email, id } = await newUser(url, "dont-remember");
+  const client = new TestClient(url);
+  const signIn = await client.post("/api/auth/sign-in/email", { email, password: PASSWORD, rememberMe: false });
+  t.equal(signIn.status, 200);
+  t.ok(client.cookies.has("better-auth.dont_remember"), "better-auth marks it");
+  const headers = { cookie: client.cookieHeader };
+  const response = await bare(url, "/test/ours", headers);
+  t.equal(sessionSetCookie(response), undefined, "no refresh cookie");
+  const mine = (await body(response)).value;
+  t.equal(mine.user.id, id);
+  t.ok(new Date(mine.session.expiresAt).getTime() - Date.now() < DAY_MS + 60_000, "it lasts a day");
+  t.strictSame(mine, await theirs(headers), "ours equals better-auth's");
+});
+
 t.test("laziness: no query until asked, one query however often asked", async (t) => {
   let queries: string[] = [];
   const counting: KyselyPlugin = {
@@ -164,7 +179,7 @@ t.test("laziness: no query until asked, one query however often asked", async (t
     return { status: response.status, json, queries: queries.length };
   };
 
-  const { client, id } = await newUser(url, "lazy");
+  const { client, id, email } = await newUser(url, "lazy");
   const cookie = { cookie: cookieOf(client) };
   const token = await mintToken(client);
 
@@ -181,6 +196,10 @@ t.test("laziness: no query until asked, one query however often asked", async (t
   }
   t.strictSame(await count(plain, "/test/twice", bearer(token)), { status: 200, json: { same: true, userId: id }, queries: 1 }, "a token: one query");
   t.strictSame(await count(plain, "/test/twice", {}), { status: 302, json: undefined, queries: 0 }, "anonymous: no query at all");
+  const brief = new TestClient(url);
+  await brief.post("/api/auth/sign-in/email", { email, password: PASSWORD, rememberMe: false });
+  const briefHeaders = { cookie: brief.cookieHeader };
+  t.strictSame(await count(plain, "/test/twice", briefHeaders), { status: 200, json: { same: true, userId: id }, queries: 1 }, "a rememberMe: false session: one query too");
 
   const cached = await countingApp(database.listen);
   t.equal((await count(cached, "/test/never", cookie)).queries, 0, "with the cache: a route that never asks, no query");
