@@ -77,6 +77,26 @@ t.test("any cookie counts as an ambient credential, not only the session cookie"
   t.match(await body(response), { code: "MISSING_ORIGIN" });
 });
 
+t.test("an https base URL: the __Secure- cookie, Secure, and it still resolves", async (t) => {
+  // Behind a TLS-terminating proxy: the app speaks http on loopback but its public origin is https.
+  const publicOrigin = "https://tether.example";
+  const { url: appUrl } = await startTestApp(t, { database, env: { BETTER_AUTH_URL: publicOrigin } });
+  const { email, id } = await newUser(url, "secure-cookie");
+  const response = await bare(appUrl, "/api/auth/sign-in/email", { "content-type": "application/json", origin: publicOrigin }, {
+    method: "POST",
+    body: JSON.stringify({ email, password: PASSWORD }),
+  });
+  t.equal(response.status, 200);
+  const line = response.headers.getSetCookie().find((c) => c.startsWith("__Secure-better-auth.session_token="));
+  t.ok(line, "the cookie carries the __Secure- prefix");
+  t.match(line, /;\s*Secure/i, "and the Secure attribute");
+  const cookie = line!.split(";")[0]!;
+  const me = await bare(appUrl, "/api/me", { cookie });
+  t.equal(me.status, 200, "the resolver reads the prefixed cookie");
+  t.match(await body(me), { user: { id }, via: "cookie" });
+  t.equal((await bare(appUrl, "/api/me", { cookie: cookie.replace("__Secure-", "") })).status, 401, "the unprefixed name means nothing there");
+});
+
 t.test("configuration", async (t) => {
   t.test("TRUSTED_ORIGINS: entries trimmed, empty ones dropped", async (t) => {
     const config = loadConfig({ TRUSTED_ORIGINS: " https://a.example , ,https://b.example:8443/ ,," });
