@@ -24,7 +24,14 @@ export async function openTestDatabase(): Promise<DatabaseHandle> {
   await sql`create schema ${sql.id(schema)}`.execute(admin.db);
   await admin.close();
   const handle = await openDatabase({ kind: "postgres", url: TEST_DATABASE_URL, schema });
-  await migrateToLatest(handle.db, allMigrations);
+  try {
+    await migrateToLatest(handle.db, allMigrations);
+  } catch (error) {
+    // Leave no half-made schema behind.
+    await sql`drop schema ${sql.id(schema)} cascade`.execute(handle.db).catch(() => {});
+    await handle.close();
+    throw error;
+  }
   return {
     ...handle,
     async close() {
