@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ForbiddenError, LoginRequiredError } from "../../http/errors.js";
 import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
-import { onUserChanged } from "../auth/user-admin.js";
-import { tokenAllows } from "./api-tokens.js";
+import { notifyUserChanged, onUserChanged } from "../auth/user-admin.js";
+import { createApiToken, listApiTokens, revokeApiToken, tokenAllows, type ApiTokenSummary, type CreatedApiToken, type NewApiTokenInput } from "./api-tokens.js";
 import { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
 import { createSessionResolver, type Resolution, type ResolvedSession } from "./resolve-session.js";
@@ -24,7 +24,18 @@ export interface UiSession {
   user: UiUser;
 }
 
+/** The signed-in user's API tokens; the one way routes and pages create, list and revoke them. */
+export interface ApiTokenService {
+  create(input: NewApiTokenInput): Promise<CreatedApiToken>;
+  list(userId: string): Promise<ApiTokenSummary[]>;
+  /** Deletes one of the user's tokens (false when there is no such token); it stops working at once. */
+  revoke(userId: string, tokenId: string): Promise<boolean>;
+}
+
 declare module "fastify" {
+  interface FastifyInstance {
+    apiTokens: ApiTokenService;
+  }
   interface FastifyRequest {
     /** The session, or null. For places where anonymous is valid. */
     getSession(options?: SessionOptions): Promise<ResolvedSession | null>;
@@ -140,6 +151,16 @@ export const sessionPlugin = fp(
     fastify.decorateRequest("requireSession", null as never);
     fastify.decorateRequest("requireSiteAdmin", null as never);
     fastify.decorateRequest("fetchSession", null as never);
+    fastify.decorate("apiTokens", {
+      create: (input) => createApiToken(db, input),
+      list: (userId) => listApiTokens(db, userId),
+      async revoke(userId, tokenId) {
+        const revoked = await revokeApiToken(db, userId, tokenId);
+        // This process's cache forgets the token now; other processes hear it from the database.
+        if (revoked) notifyUserChanged(auth, userId);
+        return revoked;
+      },
+    } satisfies ApiTokenService);
     fastify.addHook("onRequest", (request, reply, done) => {
       bind(request, reply);
       done();

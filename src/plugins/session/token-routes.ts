@@ -3,8 +3,6 @@ import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
 import { badRequest, HttpError, notFound, unauthorized } from "../../http/errors.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
-import { notifyUserChanged } from "../auth/user-admin.js";
-import { createApiToken, listApiTokens, revokeApiToken } from "./api-tokens.js";
 
 export const SCOPE_PATTERN = "^[a-z][a-z0-9:_.-]{0,63}$";
 
@@ -35,22 +33,20 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const name = request.body.name.trim();
     if (name === "") throw badRequest("INVALID_INPUT", 'body: "name" must not be blank');
-    const created = await createApiToken(fastify.db, { userId: session.user.id, ...request.body, name });
+    const created = await fastify.apiTokens.create({ userId: session.user.id, ...request.body, name });
     return reply.code(201).send(created);
   });
 
   fastify.get("/api/tokens", async (request) => {
     const session = await request.getSession();
     if (!session) throw unauthorized();
-    return { tokens: await listApiTokens(fastify.db, session.user.id) };
+    return { tokens: await fastify.apiTokens.list(session.user.id) };
   });
 
   fastify.delete("/api/tokens/:id", { schema: { params: TokenIdParams } }, async (request, reply) => {
     const session = await request.getSession();
     if (!session) throw unauthorized();
-    if (!(await revokeApiToken(fastify.db, session.user.id, request.params.id))) throw notFound("No such token");
-    // This process's session cache forgets the token now; the database notification may come later.
-    notifyUserChanged(fastify.auth, session.user.id);
+    if (!(await fastify.apiTokens.revoke(session.user.id, request.params.id))) throw notFound("No such token");
     return reply.code(204).send();
   });
 };

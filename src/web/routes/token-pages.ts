@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
 import { HttpError, notFound } from "../../http/errors.js";
-import { createApiToken, listApiTokens, revokeApiToken, type CreatedApiToken } from "../../plugins/session/api-tokens.js";
+import type { CreatedApiToken } from "../../plugins/session/api-tokens.js";
 import { SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
 import { optionalText, type FormState } from "../forms.js";
 import { signedInUser } from "../guard.js";
@@ -57,13 +57,11 @@ function readTokenForm(body: { name?: string; expiresInDays?: string; scopes?: s
 
 /** `/settings/tokens`: the signed-in user's API tokens (inside the guarded context). */
 const routes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const { db } = fastify;
-
   /** The whole page, or only the panel for an htmx request. */
   const showTokens = async (request: FastifyRequest, reply: FastifyReply, extras: PanelExtras = {}) => {
     const data = {
       title: "API tokens",
-      tokens: await listApiTokens(db, signedInUser(request).id),
+      tokens: await fastify.apiTokens.list(signedInUser(request).id),
       expiryChoices: EXPIRY_CHOICES,
       form: { values: {} },
       ...extras,
@@ -72,7 +70,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   };
 
   const findOwnToken = async (request: FastifyRequest<{ Params: { id: string } }>) => {
-    const token = (await listApiTokens(db, signedInUser(request).id)).find((t) => t.id === request.params.id);
+    const token = (await fastify.apiTokens.list(signedInUser(request).id)).find((t) => t.id === request.params.id);
     if (!token) throw notFound(GONE);
     return token;
   };
@@ -89,7 +87,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
-    const created = await createApiToken(db, { userId: signedInUser(request).id, ...input });
+    const created = await fastify.apiTokens.create({ userId: signedInUser(request).id, ...input });
     // The value is in this response and nowhere else: it is never stored, and the page is no-store.
     return showTokens(request, reply, { created });
   });
@@ -101,7 +99,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) => {
     const token = await findOwnToken(request);
-    if (!(await revokeApiToken(db, signedInUser(request).id, token.id))) throw notFound(GONE);
+    if (!(await fastify.apiTokens.revoke(signedInUser(request).id, token.id))) throw notFound(GONE);
     if (!wantsFragment(request)) return redirectTo(request, reply, `${TOKENS_PATH}?notice=revoked`);
     return showTokens(request, reply, { notice: `Token “${token.name}” revoked.`, focusNotice: true });
   });
@@ -110,5 +108,5 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 export const tokenPages = fp(routes, {
   name: "tether-token-pages",
   encapsulate: true,
-  dependencies: ["tether-db", "tether-session", "tether-page-render", "@fastify/formbody"],
+  dependencies: ["tether-session", "tether-page-render", "@fastify/formbody"],
 });
