@@ -8,7 +8,7 @@ import type { AppConfig } from "./config/env.js";
 import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
-import { errorHandlerPlugin } from "./http/error-handler.js";
+import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
@@ -50,6 +50,7 @@ export async function buildApp(options: BuildAppOptions) {
     bodyLimit: 1024 * 1024,
     // A wrong type is an error the caller should hear about, not something to coerce ("1" for 1).
     ajv: { customOptions: { coerceTypes: false } },
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const auth = createAuth({

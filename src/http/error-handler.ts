@@ -67,6 +67,16 @@ export const errorHandlerPlugin = fp(
   { name: "tether-errors" },
 );
 
+/**
+ * Fastify's `frameworkErrors` option: errors raised before routing (a malformed URL, a path
+ * parameter over `maxParamLength`) answer in the same `{ code, message }` shape as everything else.
+ * No hook runs for them, so the one header a JSON body needs is set here.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const body = describe(error);
+  reply.code(body.statusCode).header("x-content-type-options", "nosniff").send({ code: body.code, message: body.message });
+}
+
 function describe(error: FastifyError | Error): ErrorBody {
   if (error instanceof HttpError) return { statusCode: error.statusCode, code: error.code, message: error.message };
   if (error instanceof ForbiddenError) return { statusCode: 403, code: "FORBIDDEN", message: "Forbidden" };
@@ -99,6 +109,7 @@ const FRAMEWORK_CODES: Record<string, string> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: "INVALID_JSON",
   FST_ERR_CTP_INVALID_JSON_BODY: "INVALID_JSON",
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: "INVALID_CONTENT_LENGTH",
+  FST_ERR_BAD_URL: "BAD_URL",
 };
 
 function clientErrorCode(error: FastifyError): string {
