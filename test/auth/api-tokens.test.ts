@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { TestClient } from "../helpers/client.js";
+import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { bare, bearer, body, mintToken, newUser, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
 
 // Personal API tokens over /api/tokens: shown once, hashed at rest, listed without the secret,
@@ -139,4 +139,20 @@ t.test("anonymous: 401 JSON", async (t) => {
     t.match(await body(response), { code: "UNAUTHENTICATED", message: String }, `${method} ${path}: body`);
   }
   t.equal((await whoAmI(url, bearer(`sk_${"B".repeat(43)}`))).status, 401, "a well-formed token nobody issued is anonymous");
+});
+
+t.test("a scoped token manages tokens only with the tokens scope", async (t) => {
+  const { url } = await startTestApp(t);
+  const client = new TestClient(url);
+  await client.signUp(uniqueEmail("scoped"));
+  const mint = async (scopes: string[]) => ((await (await client.post("/api/tokens", { name: "s", scopes })).json()) as { id: string; token: string });
+  const readOnly = await mint(["read"]);
+  const manager = await mint(["tokens"]);
+  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  t.equal((await fetch(`${url}/api/tokens`, { headers: as(readOnly.token) })).status, 401, "a read-scoped token cannot list tokens");
+  t.equal((await fetch(`${url}/api/tokens/${manager.id}`, { method: "DELETE", headers: as(readOnly.token) })).status, 401, "nor revoke one");
+  t.equal((await fetch(`${url}/api/tokens`, { headers: as(manager.token) })).status, 200, "a tokens-scoped token can list");
+  t.equal((await fetch(`${url}/api/tokens/${readOnly.id}`, { method: "DELETE", headers: as(manager.token) })).status, 204, "and revoke");
+  t.equal((await fetch(`${url}/api/me`, { headers: as(readOnly.token) })).status, 401, "the revoked token is gone");
 });

@@ -4,6 +4,9 @@ import fp from "fastify-plugin";
 import { badRequest, HttpError, notFound, unauthorized } from "../../http/errors.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
+/** A scoped token may list and revoke its user's tokens only when it carries this scope. */
+export const TOKENS_SCOPE = "tokens";
+
 export const SCOPE_PATTERN = "^[a-z][a-z0-9:_.-]{0,63}$";
 
 export const CreateTokenBody = Type.Object(
@@ -38,13 +41,13 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   });
 
   fastify.get("/api/tokens", async (request) => {
-    const session = await request.getSession();
+    const session = await request.getSession({ requiredScope: TOKENS_SCOPE });
     if (!session) throw unauthorized();
     return { tokens: await fastify.apiTokens.list(session.user.id) };
   });
 
   fastify.delete("/api/tokens/:id", { schema: { params: TokenIdParams } }, async (request, reply) => {
-    const session = await request.getSession();
+    const session = await request.getSession({ requiredScope: TOKENS_SCOPE });
     if (!session) throw unauthorized();
     if (!(await fastify.apiTokens.revoke(session.user.id, request.params.id))) throw notFound("No such token");
     return reply.code(204).send();
