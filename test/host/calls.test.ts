@@ -92,6 +92,24 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.equal((await json(late)).code, "RESULT_ALREADY_RECEIVED");
   });
 
+  t.test("a caller that hangs up: the device is told to cancel", async (t) => {
+    const { owner, device, deviceId } = await connected();
+    const controller = new AbortController();
+    const pending = fetch(`${server.url}/api/host/calls`, {
+      method: "POST",
+      headers: { cookie: owner.cookieHeader, origin: server.url, "content-type": "application/json" },
+      body: JSON.stringify({ deviceId, tool: "stat", input: { path: "." } }),
+      signal: controller.signal,
+    }).catch(() => "aborted");
+    const call = await device.nextCall();
+    controller.abort();
+    t.equal(await pending, "aborted");
+    t.same(await device.next("cancel"), { id: call.id });
+    const audit = () => server.database.db.selectFrom("host_audit").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
+    await eventually(async () => (await audit()).length === 1, 5000, "the audit row");
+    t.same(await audit(), [{ outcome: "error", error_code: "CALL_ABORTED" }]);
+  });
+
   t.test("a device that disconnects mid-call: 502", async (t) => {
     const { owner, device, deviceId } = await connected();
     const pending = owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "." } });

@@ -1,5 +1,6 @@
 import t from "tap";
 import { hashSecret } from "../../src/crypto/secrets.js";
+import { userAdmin } from "../../src/plugins/auth/user-admin.js";
 import { PAIRING_ALPHABET, parsePairingCode } from "../../src/plugins/host/pairing-code.js";
 import { enroll, json, protocolHeaders, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
 
@@ -159,6 +160,19 @@ t.test("revoking a device closes its stream at once and its token stops working"
     "the sibling device keeps its own credential and stream",
   );
   sibling.disconnect();
+});
+
+t.test("deactivating the owner closes their device streams at once", async (t) => {
+  const server = await startHostServer(t);
+  const owner = await signedIn(server.url);
+  const { deviceId, token } = await enroll(server.url, (await json(await owner.post("/api/host/pairing-codes"))).code);
+  const device = new ScriptedDevice(server.url, deviceId, token);
+  await device.hello();
+  await device.connect();
+  await userAdmin(server.app.auth, server.database.db).deactivate(owner.userId);
+  t.match(await device.next("close"), { reason: "revoked", message: /deactivated/ });
+  const again = await device.hello();
+  t.equal((await json(again)).code, "DEVICE_REVOKED", "and its token no longer verifies");
 });
 
 t.test("deleting the user deletes their devices, codes and proposals", async (t) => {

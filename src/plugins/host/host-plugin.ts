@@ -1,4 +1,5 @@
 import fp from "fastify-plugin";
+import { onUserChanged } from "../auth/user-admin.js";
 import { deviceRoutes } from "./device-routes.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
 import { createRateLimiter } from "./rate-limit.js";
@@ -45,7 +46,14 @@ export const hostPlugin = fp<HostPluginOptions>(
       onBackgroundError: (error) => fastify.log.warn({ err: error }, "host background write failed"),
     });
     fastify.decorate("host", service);
-    fastify.addHook("preClose", async () => dispatcher.closeAll());
+    // An admin deactivating or deleting a user closes that user's device streams at once.
+    const stopWatchingUsers = onUserChanged(fastify.auth, (userId) => {
+      service.ownerChanged(userId).catch((error: unknown) => fastify.log.warn({ err: error }, "host: owner re-check failed"));
+    });
+    fastify.addHook("preClose", async () => {
+      stopWatchingUsers();
+      dispatcher.closeAll();
+    });
 
     const limit = options.enrollRateLimit ?? { max: 10, windowMs: 60_000 };
     await fastify.register(deviceRoutes, {
@@ -54,5 +62,5 @@ export const hostPlugin = fp<HostPluginOptions>(
     });
     await fastify.register(userRoutes);
   },
-  { name: "tether-host", dependencies: ["tether-db", "tether-session", "tether-errors", "tether-origin-guard"] },
+  { name: "tether-host", dependencies: ["tether-db", "tether-auth", "tether-session", "tether-errors", "tether-origin-guard"] },
 );

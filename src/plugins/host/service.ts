@@ -41,6 +41,11 @@ export interface HostService {
   proposal(userId: string, proposalId: string): Promise<Proposal>;
   /** The owner's read tools for a chat assistant, results fenced as untrusted (see assistant.ts). */
   assistantTools(userId: string): Promise<AssistantTool[]>;
+  /**
+   * Re-checks a user whose account changed: a deactivated or deleted owner's live device streams
+   * are closed at once (their tokens stop verifying too).
+   */
+  ownerChanged(userId: string): Promise<void>;
   /** Tells `listener` when the owner's devices or proposals change (for live pages). */
   watch(userId: string, listener: (topic: WatchTopic) => void): () => void;
 }
@@ -59,6 +64,8 @@ export interface CallRequest {
   timeoutMs?: number;
   /** Refuse unless the tool is of this class (the chat assistant gets read tools only). */
   requireClass?: AnnouncedTool["class"];
+  /** The caller stopped waiting (e.g. its HTTP client went away): the device is told to cancel. */
+  signal?: AbortSignal;
 }
 
 export type CallOutcome =
@@ -208,6 +215,7 @@ export function createHostService(options: HostServiceOptions): HostService {
         result = await dispatcher.call(request.deviceId, request.tool, request.input, {
           mode,
           ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+          ...(request.signal ? { signal: request.signal } : {}),
         });
       } catch (error) {
         await audit.record(db, { ...entry, event: "call", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
@@ -300,6 +308,17 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
 
     assistantTools: (userId) => assistantTools(service, userId),
+
+    async ownerChanged(userId) {
+      const live = [...owners].filter(([, owner]) => owner === userId).map(([deviceId]) => deviceId);
+      if (live.length === 0) return;
+      const user = await db.selectFrom("user").select("deactivatedAt").where("id", "=", userId).executeTakeFirst();
+      if (user && !user.deactivatedAt) return;
+      for (const deviceId of live) {
+        dispatcher.disconnect(deviceId, "revoked", "The owner's account was deactivated or deleted; pair the device again");
+        owners.delete(deviceId);
+      }
+    },
 
     watch(userId, listener) {
       let set = watchers.get(userId);

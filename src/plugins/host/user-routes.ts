@@ -90,7 +90,12 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post("/api/host/calls", { schema: { body: CallBody } }, async (request, reply) => {
     const who = await caller(request);
     const { deviceId, tool, input, timeoutMs } = request.body;
-    const outcome = await service.call(who, { deviceId, tool, input: input ?? {}, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+    // A client that hangs up stops the wait, and the device is told to cancel.
+    const gone = new AbortController();
+    reply.raw.once("close", () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    });
+    const outcome = await service.call(who, { deviceId, tool, input: input ?? {}, signal: gone.signal, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
     if (outcome.kind === "result") return { tool: tool, class: outcome.tool.class, result: outcome.result };
     const { proposal } = outcome;
     return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff, summary: proposal.summary, expiresAt: proposal.expiresAt });
