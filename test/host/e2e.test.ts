@@ -194,6 +194,12 @@ t.test("the device executable end to end", async (t) => {
     const badJson = await run(["call", "stat", "{nope"]);
     t.equal(badJson.code, 1);
     t.match(JSON.parse(badJson.stdout), { code: "INVALID_INPUT" });
+    const help = await run(["--help"]);
+    t.equal(help.code, 0);
+    t.match(help.stdout, /tether-host call <tool> '<json>' \[--plan \| --apply\]/);
+    t.match(help.stdout, /TETHER_PAIRING_CODE/);
+    t.equal((await run(["--frobnicate"])).code, 2, "an unknown option is a usage error");
+    t.equal((await run(["call"])).code, 2);
     const version = await run(["--version"]);
     t.equal(version.stdout.trim(), JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")).version);
   });
