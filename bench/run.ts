@@ -4,11 +4,13 @@
  * `npm run bench -- auth` runs one section.
  */
 import { benchAuth } from "./auth.js";
+import { benchHost } from "./host.js";
 import { benchTools } from "./tools.js";
 
 const sections: Record<string, () => Promise<void>> = {
   auth: benchAuth,
   tools: benchTools,
+  host: benchHost,
 };
 
 const wanted = process.argv.slice(2);

@@ -8,8 +8,8 @@ import type { FastifySchemaCompiler } from "fastify";
  * default Ajv does (`removeAdditional`): a misspelt optional field (`expiresInDay`) must be a clear
  * 400, not silently ignored. TypeBox's own checker, no coercion. Errors come out in Ajv's shape
  * (keyword, instancePath, params), which the app's one error handler reads. Register it in an
- * encapsulated plugin with `fastify.setValidatorCompiler(strictValidatorCompiler)`. (The host routes
- * carry the same validator in src/plugins/host/validator.ts.)
+ * encapsulated plugin with `fastify.setValidatorCompiler(strictValidatorCompiler)`: a plugin sets it for
+ * its own routes so it holds in whatever app embeds it.
  */
 export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema }) => {
   const check = TypeCompiler.Compile(schema);

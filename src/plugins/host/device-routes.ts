@@ -8,7 +8,7 @@ import { HostError, toHttpError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { openSseStream } from "./sse-channel.js";
-import { hostValidatorCompiler } from "./validator.js";
+import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -87,8 +87,8 @@ function checkProtocol(request: FastifyRequest): void {
  */
 export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
   const service = fastify.host;
-  // Unknown fields are refused, not dropped (see validator.ts).
-  fastify.setValidatorCompiler(hostValidatorCompiler);
+  // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
+  fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(async (error) => {
     throw toHttpError(error);
   });

@@ -4,7 +4,7 @@ import { hostCaller as caller, hostPerson as person } from "./callers.js";
 import { toHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
 import type { DeviceView } from "./service.js";
-import { hostValidatorCompiler } from "./validator.js";
+import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 export { HOST_CALL_SCOPE } from "./callers.js";
 
@@ -59,8 +59,8 @@ export function proposalJson(proposal: Proposal) {
 /** The owner's side of the connector, as JSON under `/api/host`. */
 export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const service = fastify.host;
-  // Unknown fields are refused, not dropped (see validator.ts).
-  fastify.setValidatorCompiler(hostValidatorCompiler);
+  // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
+  fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(async (error) => {
     throw toHttpError(error);
   });
