@@ -1,11 +1,8 @@
 import Fastify from "fastify";
 import pg from "pg";
-import { buildApp } from "../src/app.js";
-import { loadConfig } from "../src/config/env.js";
 import { openDatabase, type DatabaseTarget } from "../src/db/connect.js";
-import { migrateToLatest } from "../src/db/migrate.js";
-import { allMigrations } from "../migrations/index.js";
 import { fmt, load, ratio, type LoadResult } from "./autocannon.js";
+import { startBenchApp } from "./bench-app.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const POSTGRES_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -36,27 +33,8 @@ async function benchOn(label: string, target: DatabaseTarget, baseline: LoadResu
   if (target.kind === "postgres") await withPool(target.url, (c) => c.query(`create schema if not exists ${target.schema}`));
   const database = await openDatabase(target);
   try {
-    await migrateToLatest(database.db, allMigrations);
-    const app = await buildApp({
-      config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: "http://127.0.0.1" }),
-      db: database.db,
-      listen: database.listen,
-      secret: "bench-secret-0123456789abcdef0123456789abcdef",
-    });
-    await app.listen({ port: 0, host: "127.0.0.1" });
-    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
-    const signUp = await fetch(`${base}/api/auth/sign-up/email`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "Bench", email: `bench-${Date.now()}@example.com`, password: "bench password" }),
-    });
-    const cookie = signUp.headers.getSetCookie()[0]!.split(";")[0]!;
-    const created = await fetch(`${base}/api/tokens`, {
-      method: "POST",
-      headers: { "content-type": "application/json", cookie, origin: "http://127.0.0.1" },
-      body: JSON.stringify({ name: "bench" }),
-    });
-    const { token } = (await created.json()) as { token: string };
+    const { app, base, cookie, mintToken } = await startBenchApp(database);
+    const token = await mintToken();
 
     await load(`${base}/api/me`, { seconds: 1, headers: { cookie } }); // warm-up
     const viaCookie = await load(`${base}/api/me`, { seconds: SECONDS, headers: { cookie } });

@@ -19,12 +19,9 @@ import { promisify } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import Fastify from "fastify";
-import { buildApp } from "../src/app.js";
-import { loadConfig } from "../src/config/env.js";
 import { openDatabase } from "../src/db/connect.js";
-import { migrateToLatest } from "../src/db/migrate.js";
 import { createDevice, recordHello } from "../src/plugins/host/devices.js";
-import { allMigrations } from "../migrations/index.js";
+import { BENCH_ORIGIN, startBenchApp } from "./bench-app.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 3000);
@@ -172,25 +169,11 @@ export async function benchHost(): Promise<void> {
 
   const work = await mkdtemp(path.join(os.tmpdir(), "tether-bench-host-"));
   const database = await openDatabase({ kind: "pglite-memory" });
-  await migrateToLatest(database.db, allMigrations);
-  const app = await buildApp({
-    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: "http://127.0.0.1" }),
-    db: database.db,
-    listen: database.listen,
-    secret: "bench-secret-0123456789abcdef0123456789abcdef",
-  });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const { app, base, cookie, mintToken } = await startBenchApp(database);
   const children: ChildProcess[] = [];
   try {
-    const signUp = await fetch(`${base}/api/auth/sign-up/email`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "Bench", email: `bench-host-${Date.now()}@example.com`, password: "bench password" }),
-    });
-    const cookie = signUp.headers.getSetCookie()[0]!.split(";")[0]!;
-    const session = { cookie, origin: "http://127.0.0.1", "content-type": "application/json" };
-    const { token } = (await (await fetch(`${base}/api/tokens`, { method: "POST", headers: session, body: JSON.stringify({ name: "bench", scopes: ["host:call"] }) })).json()) as { token: string };
+    const session = { cookie, origin: BENCH_ORIGIN, "content-type": "application/json" };
+    const token = await mintToken(["host:call"]);
     const { code } = (await (await fetch(`${base}/api/host/pairing-codes`, { method: "POST", headers: session, body: "{}" })).json()) as { code: string };
 
     // The device: the real runtime in its own process.

@@ -1,0 +1,44 @@
+import { buildApp, type App } from "../src/app.js";
+import { loadConfig } from "../src/config/env.js";
+import type { DatabaseHandle } from "../src/db/connect.js";
+import { migrateToLatest } from "../src/db/migrate.js";
+import { allMigrations } from "../migrations/index.js";
+
+export const BENCH_ORIGIN = "http://127.0.0.1";
+
+export interface BenchApp {
+  app: App;
+  base: string;
+  /** A signed-up user's session cookie (`name=value`). */
+  cookie: string;
+  /** Mints an API token for that user. */
+  mintToken(scopes?: string[]): Promise<string>;
+}
+
+/** The example app on `database`, listening on loopback, with one signed-up user. */
+export async function startBenchApp(database: DatabaseHandle): Promise<BenchApp> {
+  await migrateToLatest(database.db, allMigrations);
+  const app = await buildApp({
+    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN }),
+    db: database.db,
+    listen: database.listen,
+    secret: "bench-secret-0123456789abcdef0123456789abcdef",
+  });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const signUp = await fetch(`${base}/api/auth/sign-up/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "Bench", email: `bench-${process.pid}-${Date.now()}@example.com`, password: "bench password" }),
+  });
+  const cookie = signUp.headers.getSetCookie()[0]!.split(";")[0]!;
+  const mintToken = async (scopes: string[] = []) => {
+    const created = await fetch(`${base}/api/tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie, origin: BENCH_ORIGIN },
+      body: JSON.stringify({ name: "bench", scopes }),
+    });
+    return ((await created.json()) as { token: string }).token;
+  };
+  return { app, base, cookie, mintToken };
+}
