@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { toWebHeaders } from "../../http/web-headers.js";
 import type { Auth } from "./create-auth.js";
 import { CLIENT_IP_HEADER, INTERNAL_HEADERS, PEER_IP_HEADER } from "./internal-headers.js";
 
@@ -41,12 +42,7 @@ export const authPlugin = fp<AuthPluginOptions>(
 
     const dispatch = async (request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response> => {
       const url = new URL(basePath + call.path, baseURL);
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(request.headers)) {
-        if (value === undefined || name === "content-length" || name === "host") continue;
-        headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-      }
-      for (const name of INTERNAL_HEADERS) headers.delete(name);
+      const headers = toWebHeaders(request.headers, ["content-length", "host", ...INTERNAL_HEADERS]);
       headers.set(CLIENT_IP_HEADER, request.ip);
       headers.set(PEER_IP_HEADER, request.socket.remoteAddress ?? "");
       let body: string | undefined;

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ForbiddenError, LoginRequiredError } from "../../http/errors.js";
+import { toWebHeaders } from "../../http/web-headers.js";
 import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
 import { notifyUserChanged, onUserChanged } from "../auth/user-admin.js";
 import { createApiToken, listApiTokens, revokeApiToken, tokenAllows, type ApiTokenSummary, type CreatedApiToken, type NewApiTokenInput } from "./api-tokens.js";
@@ -106,14 +107,6 @@ export const sessionPlugin = fp(
       });
     }
 
-    const requestHeaders = (request: FastifyRequest) => () => {
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(request.headers)) {
-        if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-      }
-      return headers;
-    };
-
     const bind = (request: FastifyRequest, reply: FastifyReply) => {
       let pending: Promise<Resolution> | undefined;
       const resolveOnce = () =>
@@ -121,7 +114,7 @@ export const sessionPlugin = fp(
           sessionCookie: request.cookies[cookieName],
           dontRememberCookie: request.cookies[dontRememberCookieName],
           authorization: request.headers.authorization,
-          headers: requestHeaders(request),
+          headers: () => toWebHeaders(request.headers),
         }).then((resolution) => {
           if (resolution.setCookies.length > 0) reply.header("set-cookie", resolution.setCookies);
           return resolution;
