@@ -21,6 +21,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Connect to TEST_REDIS_URL and use it as better-auth's secondary storage. */
   redis?: boolean;
+  /** Listen on this port (e.g. to restart a server where its clients expect it); default a free one. */
+  port?: number;
   /** Share an existing database (e.g. two app instances on one database). */
   database?: DatabaseHandle;
   /** Runs before the server starts listening: register extra routes here. */
@@ -40,7 +42,7 @@ export async function freePort(): Promise<number> {
 
 /** The example app over real HTTP on loopback, on a database of its own; closed at the end of `t`. */
 export async function startTestApp(t: Test, options: TestAppOptions = {}): Promise<TestApp> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const url = `http://localhost:${port}`;
   const config = loadConfig({ NODE_ENV: "test", BETTER_AUTH_URL: url, PORT: String(port), ...options.env });
   const ownDatabase = !options.database;

@@ -1,12 +1,9 @@
 import type { Test } from "tap";
-import { buildApp } from "../../src/app.js";
-import { loadConfig } from "../../src/config/env.js";
 import type { DatabaseHandle } from "../../src/db/connect.js";
 import { readEventStream, type SseMessage } from "../../src/device/sse.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type AnnouncedTool, type ResultBody } from "../../src/plugins/host/protocol.js";
-import { freePort, TEST_SECRET, type TestApp } from "../helpers/app.js";
+import { freePort, startTestApp, type TestApp } from "../helpers/app.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { openTestDatabase } from "../helpers/database.js";
 
 /**
  * Like `startTestApp`, with a port and database the caller may choose, so a test can stop the server
@@ -14,21 +11,7 @@ import { openTestDatabase } from "../helpers/database.js";
  */
 export async function startHostServer(t: Test, options: { port?: number; database?: DatabaseHandle } = {}): Promise<TestApp & { port: number }> {
   const port = options.port ?? (await freePort());
-  const url = `http://localhost:${port}`;
-  const config = loadConfig({ NODE_ENV: "test", BETTER_AUTH_URL: url, PORT: String(port) });
-  const ownDatabase = !options.database;
-  const database = options.database ?? (await openTestDatabase());
-  const app = await buildApp({ config, db: database.db, listen: database.listen, secret: TEST_SECRET });
-  await app.listen({ port, host: "127.0.0.1" });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await app.close();
-    if (ownDatabase) await database.close();
-  };
-  t.teardown(close);
-  return { app, url, database, redis: undefined, close, port };
+  return { ...(await startTestApp(t, { ...options, port })), port };
 }
 
 /** A signed-up, signed-in owner. */
