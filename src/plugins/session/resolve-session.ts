@@ -46,6 +46,8 @@ export interface SessionResolverDeps {
   cache?: AuthCache;
 }
 
+const MAX_VERIFIED_COOKIES = 10_000;
+
 const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, setCookies: [] }) as Resolution;
 
 /**
@@ -110,8 +112,22 @@ export function createSessionResolver(deps: SessionResolverDeps) {
     return { session: { user: stored.user, session: null }, tokenScopes: stored.scopes, setCookies: [] };
   }
 
+  // Cookie values whose signature already checked out: a returning cookie costs a lookup, not an HMAC.
+  // Only verified values go in, so this can never accept a forged one; it is bounded, and cleared whole.
+  const verifiedCookies = new Map<string, string>();
+  const tokenOfCookie = (value: string): string | null => {
+    const known = verifiedCookies.get(value);
+    if (known !== undefined) return known;
+    const token = verifySignedCookie(value, deps.secret);
+    if (token !== null) {
+      if (verifiedCookies.size >= MAX_VERIFIED_COOKIES) verifiedCookies.clear();
+      verifiedCookies.set(value, token);
+    }
+    return token;
+  };
+
   return async function resolveSession(input: ResolutionInput): Promise<Resolution> {
-    const token = input.sessionCookie ? verifySignedCookie(input.sessionCookie, deps.secret) : null;
+    const token = input.sessionCookie ? tokenOfCookie(input.sessionCookie) : null;
     let clearCookies: string[] = [];
     if (token) {
       const fromCookie = await resolveCookie(input, token);

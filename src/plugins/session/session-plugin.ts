@@ -33,11 +33,16 @@ export interface ApiTokenService {
   revoke(userId: string, tokenId: string): Promise<boolean>;
 }
 
+const kReply = Symbol("tether.session.reply");
+const kResolution = Symbol("tether.session.resolution");
+
 declare module "fastify" {
   interface FastifyInstance {
     apiTokens: ApiTokenService;
   }
   interface FastifyRequest {
+    [kReply]: FastifyReply | null;
+    [kResolution]: Promise<Resolution> | null;
     /** The session, or null. For places where anonymous is valid. */
     getSession(options?: SessionOptions): Promise<ResolvedSession | null>;
     /** The session, or a thrown 302 to `/login`. */
@@ -107,43 +112,45 @@ export const sessionPlugin = fp(
       });
     }
 
-    const bind = (request: FastifyRequest, reply: FastifyReply) => {
-      let pending: Promise<Resolution> | undefined;
-      const resolveOnce = () =>
-        (pending ??= resolveSession({
-          sessionCookie: request.cookies[cookieName],
-          dontRememberCookie: request.cookies[dontRememberCookieName],
-          authorization: request.headers.authorization,
-          headers: () => toWebHeaders(request.headers),
-        }).then((resolution) => {
-          if (resolution.setCookies.length > 0) reply.header("set-cookie", resolution.setCookies);
-          return resolution;
-        }));
+    // Per request: the reply (for cookies better-auth sets while refreshing) and the one resolution.
+    // Both start null in the onRequest hook; the helpers below are shared functions reading them, so a
+    // request that never asks allocates nothing.
+    const resolveOnce = (request: FastifyRequest): Promise<Resolution> =>
+      (request[kResolution] ??= resolveSession({
+        sessionCookie: request.cookies[cookieName],
+        dontRememberCookie: request.cookies[dontRememberCookieName],
+        authorization: request.headers.authorization,
+        headers: () => toWebHeaders(request.headers),
+      }).then((resolution) => {
+        if (resolution.setCookies.length > 0) request[kReply]?.header("set-cookie", resolution.setCookies);
+        return resolution;
+      }));
 
-      const getSession = async (options?: SessionOptions) => {
-        const { session, tokenScopes } = await resolveOnce();
-        if (session && tokenScopes && !tokenAllows(tokenScopes, options?.requiredScope)) return null;
-        return session;
-      };
-      const requireSession = async (options?: SessionOptions) => {
-        const session = await getSession(options);
-        if (!session) throw new LoginRequiredError();
-        return session;
-      };
-      request.getSession = getSession;
-      request.requireSession = requireSession;
-      request.requireSiteAdmin = async (options?: SessionOptions) => {
-        const session = await requireSession(options);
-        if (session.user.isSiteAdmin !== true) throw new ForbiddenError();
-        return session;
-      };
-      request.fetchSession = async () => toUiSession(await getSession());
-    };
+    async function getSession(this: FastifyRequest, options?: SessionOptions) {
+      const { session, tokenScopes } = await resolveOnce(this);
+      if (session && tokenScopes && !tokenAllows(tokenScopes, options?.requiredScope)) return null;
+      return session;
+    }
+    async function requireSession(this: FastifyRequest, options?: SessionOptions) {
+      const session = await this.getSession(options);
+      if (!session) throw new LoginRequiredError();
+      return session;
+    }
+    async function requireSiteAdmin(this: FastifyRequest, options?: SessionOptions) {
+      const session = await this.requireSession(options);
+      if (session.user.isSiteAdmin !== true) throw new ForbiddenError();
+      return session;
+    }
+    async function fetchSession(this: FastifyRequest) {
+      return toUiSession(await this.getSession());
+    }
 
-    fastify.decorateRequest("getSession", null as never);
-    fastify.decorateRequest("requireSession", null as never);
-    fastify.decorateRequest("requireSiteAdmin", null as never);
-    fastify.decorateRequest("fetchSession", null as never);
+    fastify.decorateRequest(kReply, null);
+    fastify.decorateRequest(kResolution, null);
+    fastify.decorateRequest("getSession", getSession);
+    fastify.decorateRequest("requireSession", requireSession);
+    fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
+    fastify.decorateRequest("fetchSession", fetchSession);
     fastify.decorate("apiTokens", {
       create: (input) => createApiToken(db, input),
       list: (userId) => listApiTokens(db, userId),
@@ -155,7 +162,8 @@ export const sessionPlugin = fp(
       },
     } satisfies ApiTokenService);
     fastify.addHook("onRequest", (request, reply, done) => {
-      bind(request, reply);
+      request[kReply] = reply;
+      request[kResolution] = null;
       done();
     });
   },
