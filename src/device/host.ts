@@ -1,5 +1,5 @@
 import { StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../plugins/host/protocol.js";
-import { createScope, describeTool, invokeTool, ToolError, type LocalTool, type Scope } from "../tools/index.js";
+import { createScope, describeTool, invokeTool, ToolError, type ApprovedPlan, type LocalTool, type Scope } from "../tools/index.js";
 import { HostClient, ServerError } from "./client.js";
 import { hostEnvironment, normalizeServerUrl, type HostEnvironment } from "./config.js";
 import { forgetCredential, loadCredential, saveCredential, type DeviceCredential } from "./credentials.js";
@@ -319,7 +319,12 @@ class HostSession {
     let body: ResultBody;
     try {
       if (controller.signal.aborted) return;
-      const result = await invokeTool(tools, call.tool, call.input, { scope, mode: call.mode, signal: controller.signal });
+      const result = await invokeTool(tools, call.tool, call.input, {
+        scope,
+        mode: call.mode,
+        signal: controller.signal,
+        ...(isApprovedPlan(call.expectedPlan) ? { expectedPlan: call.expectedPlan } : {}),
+      });
       body = { id: call.id, ok: true, result };
     } catch (error) {
       const failure =
@@ -350,3 +355,9 @@ class HostSession {
 }
 
 export type { DeviceCredential };
+
+/** The server's approved plan, as it arrives off the wire. */
+function isApprovedPlan(value: unknown): value is ApprovedPlan {
+  const plan = value as ApprovedPlan | undefined;
+  return typeof plan?.diff === "string" && typeof plan.summary === "string";
+}

@@ -20,7 +20,7 @@ export {
 } from "./define.js";
 export { TOOL_ERROR_CODES, ToolError, isToolError, type ToolErrorCode } from "./errors.js";
 export { fenceUntrusted } from "./fence.js";
-export { describeRoots, describeTool, invokeTool, type InvokeOptions, type ToolDescription } from "./invoke.js";
+export { describeRoots, describeTool, invokeTool, type ApprovedPlan, type InvokeOptions, type ToolDescription } from "./invoke.js";
 export { defaultOpener } from "./opener.js";
 export { createScope, type ResolveOptions, type Scope } from "./scope.js";
 export { defineShellTool, type CommandElement, type ShellArgSpec, type ShellToolDefinition } from "./shell.js";

@@ -11,6 +11,18 @@ export interface InvokeOptions {
   opener?: Partial<OpenerCommands>;
   /** Fence file-derived text as untrusted (default true). */
   fence?: boolean;
+  /**
+   * For `apply`: the plan the user approved (its diff and summary). The plan is computed again first and
+   * must come out the same, or the call fails with FILE_CHANGED and touches nothing: what is applied is
+   * what was seen (a recursive delete's summary counts what it removes, so it is compared too).
+   */
+  expectedPlan?: ApprovedPlan;
+}
+
+/** What the user saw and approved of a mutate tool's plan. */
+export interface ApprovedPlan {
+  diff: string;
+  summary: string;
 }
 
 const MODES: readonly string[] = ["run", "plan", "apply"];
@@ -35,7 +47,19 @@ export async function invokeTool(tools: readonly LocalTool[], name: string, inpu
   if (opts.fence !== undefined) ctx.fence = opts.fence;
   if (tool.class === "mutate") {
     if (mode === "plan") return tool.plan(input, ctx);
-    if (mode === "apply") return tool.apply(input, ctx);
+    if (mode === "apply") {
+      if (opts.expectedPlan !== undefined) {
+        const now = await tool.plan(input, ctx);
+        if (now.diff !== opts.expectedPlan.diff || now.summary !== opts.expectedPlan.summary) {
+          throw new ToolError(
+            "FILE_CHANGED",
+            `The files changed since this ${tool.name} was proposed, so the approved change no longer describes it; nothing was changed. Propose it again.`,
+            { tool: tool.name, diff: now.diff, summary: now.summary },
+          );
+        }
+      }
+      return tool.apply(input, ctx);
+    }
     throw new ToolError("INVALID_MODE", `${tool.name} changes files: call it with mode "plan" (propose a diff) or "apply"`, { tool: tool.name, mode });
   }
   if (mode !== "run") {

@@ -135,6 +135,20 @@ t.test("the device executable end to end", async (t) => {
     t.equal(await readFile(path.join(root, "keep.txt"), "utf8"), "unchanged\n");
   });
 
+  await t.test("a file changed after its proposal: approving applies nothing", async (t) => {
+    await writeFile(path.join(root, "draft.txt"), "first draft\n");
+    const proposed = await call("write_file", { path: "draft.txt", content: "approved content\n" });
+    t.equal(proposed.status, 202);
+    await writeFile(path.join(root, "draft.txt"), "edited meanwhile\n");
+    const approved = await owner.post("/api/host/approve", { proposalId: proposed.body.proposalId });
+    t.equal(approved.status, 422);
+    t.match(await json(approved), { code: "FILE_CHANGED" });
+    t.equal(await readFile(path.join(root, "draft.txt"), "utf8"), "edited meanwhile\n", "the newer content survives");
+    await rm(path.join(root, "draft.txt"));
+    const after = await json(await owner.get(`/api/host/proposals/${proposed.body.proposalId}`));
+    t.match(after, { status: "failed" });
+  });
+
   await t.test("the server restarts on the same port and database: the device reconnects", async (t) => {
     const port = server.port;
     await server.close();

@@ -298,3 +298,34 @@ t.test("mutate tools default to plan and refuse run", async (t) => {
   t.equal((await s.fail("read_file", { path: "x" }, "apply")).code, "INVALID_MODE");
   t.equal((await s.fail("read_file", { path: "x" }, "bogus" as never)).code, "INVALID_MODE");
 });
+
+t.test("apply with the approved diff: applies only while the plan still produces exactly that diff", async (t) => {
+  const s = await sandbox(t);
+  const file = s.write("notes.txt", "draft\n");
+  const input = { path: "notes.txt", content: "final\n" };
+  const approved = (await invokeTool(builtinTools, "write_file", input, { scope: s.scope })) as { diff: string; summary: string };
+
+  fs.writeFileSync(file, "someone else's edit\n");
+  await t.rejects(
+    invokeTool(builtinTools, "write_file", input, { scope: s.scope, mode: "apply", expectedPlan: approved }),
+    { code: "FILE_CHANGED" },
+    "the file changed after the proposal",
+  );
+  t.equal(read(file), "someone else's edit\n", "nothing was overwritten");
+
+  fs.writeFileSync(file, "draft\n");
+  const applied = await invokeTool(builtinTools, "write_file", input, { scope: s.scope, mode: "apply", expectedPlan: approved });
+  t.match(applied, { applied: true, diff: approved.diff });
+  t.equal(read(file), "final\n");
+
+  const del = { path: "gone", recursive: true };
+  s.write("gone/a.txt", "a\n");
+  const plannedDelete = (await invokeTool(builtinTools, "delete", del, { scope: s.scope })) as { diff: string; summary: string };
+  s.write("gone/b.txt", "added after the proposal\n");
+  await t.rejects(
+    invokeTool(builtinTools, "delete", del, { scope: s.scope, mode: "apply", expectedPlan: plannedDelete }),
+    { code: "FILE_CHANGED" },
+    "a recursive delete that would now remove more than was approved is refused",
+  );
+  t.ok(fs.existsSync(path.join(s.root, "gone/b.txt")));
+});

@@ -53,6 +53,8 @@ export interface CallOptions {
   /** How long to wait for the result; defaults to the dispatcher's `defaultTimeoutMs`. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** For `apply`: the approved plan (see `CallEvent.expectedPlan`). */
+  expectedPlan?: CallEvent["expectedPlan"];
 }
 
 export type PresenceListener = (deviceId: string, online: boolean) => void;
@@ -241,6 +243,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
         pendingCalls.set(id, pending);
         connection.pending.add(pending);
         const event: CallEvent = { id, tool: toolName, input, mode, timeoutMs };
+        if (callOptions.expectedPlan !== undefined) event.expectedPlan = callOptions.expectedPlan;
         connection.channel.send(StreamEvent.call, event);
       });
     },

@@ -66,6 +66,8 @@ export interface CallEvent {
   mode: ToolMode;
   /** How long the server waits for the result; the device may abort after it. */
   timeoutMs: number;
+  /** For `apply`: the approved plan, which the device's fresh plan must reproduce exactly. */
+  expectedPlan?: { diff: string; summary: string };
 }
 
 export interface CancelEvent {

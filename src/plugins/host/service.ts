@@ -256,7 +256,7 @@ export function createHostService(options: HostServiceOptions): HostService {
       const started = performance.now();
       try {
         // The stored input, exactly as proposed: the approving request carries only the id.
-        const result = await dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: applyTimeoutMs });
+        const result = await dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: applyTimeoutMs, expectedPlan: { diff: proposal.diff, summary: proposal.summary } });
         const finished = await proposals.finish(db, proposalId, { ok: true, result });
         await audit.record(db, { ...entry, event: "apply", mode: "apply", input: proposal.input, outcome: "ok", durationMs: performance.now() - started });
         return { proposal: finished ?? proposal, result };
