@@ -1,6 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { unauthorized } from "../../http/errors.js";
-import { HostError } from "./errors.js";
+import { requireCookieSession } from "../session/session-plugin.js";
 import type { Caller } from "./service.js";
 
 /** The scope an API token needs to list devices and call tools. */
@@ -23,8 +23,6 @@ export async function hostCaller(request: FastifyRequest): Promise<Caller> {
 export async function hostPerson(request: FastifyRequest): Promise<Caller> {
   const session = await request.getSession();
   if (!session) throw unauthorized();
-  if (session.session === null) {
-    throw new HostError("COOKIE_SESSION_REQUIRED", "This needs the owner's signed-in browser session, not an API token");
-  }
+  requireCookieSession(session, "This needs the owner's signed-in browser session, not an API token");
   return { userId: session.user.id, actor: "session" };
 }

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { ForbiddenError, LoginRequiredError } from "../../http/errors.js";
+import { ForbiddenError, HttpError, LoginRequiredError } from "../../http/errors.js";
 import { toWebHeaders } from "../../http/web-headers.js";
 import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
 import { notifyUserChanged, onUserChanged } from "../auth/user-admin.js";
 import { createApiToken, listApiTokens, revokeApiToken, tokenAllows, type ApiTokenSummary, type CreatedApiToken, type NewApiTokenInput } from "./api-tokens.js";
 import { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
-import { createSessionResolver, type Resolution, type ResolvedSession } from "./resolve-session.js";
+import { createSessionResolver, type CookieSession, type Resolution, type ResolvedSession } from "./resolve-session.js";
 
 export interface SessionOptions {
   /** Capability demanded of an API-token caller; a scoped token without it is anonymous. Cookies ignore it. */
@@ -71,6 +71,15 @@ async function startAuthCache(fastify: FastifyInstance): Promise<AuthCache> {
     await subscription.close();
   });
   return cache;
+}
+
+/**
+ * For acts only a person at a browser may perform (minting tokens, pairing, approving): a token caller
+ * gets 403 `COOKIE_SESSION_REQUIRED`. A token that could do them could, for example, outlive its own revocation.
+ */
+export function requireCookieSession(session: ResolvedSession, message: string): CookieSession {
+  if (session.session === null) throw new HttpError(403, "COOKIE_SESSION_REQUIRED", message);
+  return session;
 }
 
 export function toUiSession(session: ResolvedSession | null): UiSession | null {

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
-import { badRequest, HttpError, notFound, unauthorized } from "../../http/errors.js";
+import { badRequest, notFound, unauthorized } from "../../http/errors.js";
+import { requireCookieSession } from "./session-plugin.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 /** A scoped token may list and revoke its user's tokens only when it carries this scope. */
 export const TOKENS_SCOPE = "tokens";
+
+export const MINT_NEEDS_BROWSER = "API tokens can be created only from a signed-in browser session";
 
 export const SCOPE_PATTERN = "^[a-z][a-z0-9:_.-]{0,63}$";
 
@@ -31,9 +34,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post("/api/tokens", { schema: { body: CreateTokenBody } }, async (request, reply) => {
     const session = await request.getSession();
     if (!session) throw unauthorized();
-    if (session.session === null) {
-      throw new HttpError(403, "COOKIE_SESSION_REQUIRED", "API tokens can be created only from a signed-in browser session");
-    }
+    requireCookieSession(session, MINT_NEEDS_BROWSER);
     const name = request.body.name.trim();
     if (name === "") throw badRequest("INVALID_INPUT", 'body: "name" must not be blank');
     const created = await fastify.apiTokens.create({ userId: session.user.id, ...request.body, name });

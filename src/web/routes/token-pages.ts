@@ -3,9 +3,10 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
-import { HttpError, notFound } from "../../http/errors.js";
+import { notFound } from "../../http/errors.js";
 import type { CreatedApiToken } from "../../plugins/session/api-tokens.js";
-import { SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
+import { requireCookieSession } from "../../plugins/session/session-plugin.js";
+import { MINT_NEEDS_BROWSER, SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
 import { optionalText, type FormState } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
@@ -80,11 +81,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   );
 
   fastify.post(TOKENS_PATH, { schema: { body: CreateTokenForm } }, async (request, reply) => {
-    // As in the JSON API: only a browser session may mint tokens. A token that could mint tokens
-    // could outlive its own revocation.
-    if ((await request.getSession())?.session === null) {
-      throw new HttpError(403, "COOKIE_SESSION_REQUIRED", "API tokens can be created only from a signed-in browser session");
-    }
+    requireCookieSession(await request.requireSession(), MINT_NEEDS_BROWSER);
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
     const created = await fastify.apiTokens.create({ userId: signedInUser(request).id, ...input });
