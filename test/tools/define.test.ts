@@ -11,7 +11,7 @@ import {
   ToolError,
   type LocalTool,
 } from "../../src/tools/index.js";
-import { sandbox, tempDir } from "./helpers.js";
+import { definitionCode, sandbox, tempDir } from "./helpers.js";
 
 async function failure(promise: Promise<unknown>): Promise<ToolError> {
   try {
@@ -21,15 +21,6 @@ async function failure(promise: Promise<unknown>): Promise<ToolError> {
     throw error;
   }
   throw new Error("expected a ToolError");
-}
-
-function definitionCode(fn: () => unknown): string {
-  try {
-    fn();
-    return "OK";
-  } catch (error) {
-    return (error as ToolError).code;
-  }
 }
 
 t.test("defineLocalTool validates input before any tool code runs", async (t) => {

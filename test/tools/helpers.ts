@@ -78,3 +78,13 @@ export function snapshot(dir: string): Record<string, string> {
   walk(dir, "");
   return out;
 }
+
+/** "OK" when a tool definition is accepted, else the code of the ToolError it throws. */
+export function definitionCode(fn: () => unknown): string {
+  try {
+    fn();
+    return "OK";
+  } catch (error) {
+    return (error as ToolError).code;
+  }
+}

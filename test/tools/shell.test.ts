@@ -3,22 +3,13 @@ import path from "node:path";
 import t from "tap";
 import { defineShellTool, invokeTool, ToolError, type LocalTool } from "../../src/tools/index.js";
 import { findExecutable } from "../../src/tools/process.js";
-import { sandbox, tempDir } from "./helpers.js";
+import { definitionCode, sandbox, tempDir } from "./helpers.js";
 
 function script(dir: string, name: string, body: string): string {
   const file = path.join(dir, name);
   fs.writeFileSync(file, `#!/bin/sh\n${body}\n`);
   fs.chmodSync(file, 0o755);
   return file;
-}
-
-function definitionCode(fn: () => unknown): string {
-  try {
-    fn();
-    return "OK";
-  } catch (error) {
-    return (error as ToolError).code;
-  }
 }
 
 t.test("a named shell-out runs a fixed program with only the declared arguments", async (t) => {
