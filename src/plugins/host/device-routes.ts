@@ -4,7 +4,7 @@ import type { FastifyRequest } from "fastify";
 import { badRequest } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
 import { verifyDeviceToken } from "./devices.js";
-import { HostError, toHttpError } from "./errors.js";
+import { HostError, rethrowAsHttpError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { openSseStream } from "./sse-channel.js";
@@ -89,9 +89,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
   const service = fastify.host;
   // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
-  fastify.setErrorHandler(async (error) => {
-    throw toHttpError(error);
-  });
+  fastify.setErrorHandler(rethrowAsHttpError);
 
   fastify.post(
     "/api/host/enroll",

@@ -49,6 +49,14 @@ const DISPATCH_STATUS: Record<string, number> = {
   CALL_ABORTED: 503,
 };
 
+/**
+ * The host routes' error handler: maps host and dispatch errors to HttpErrors and rethrows them to the
+ * app's one error handler, which renders them (JSON for the API, a page for /devices).
+ */
+export async function rethrowAsHttpError(error: unknown): Promise<never> {
+  throw toHttpError(error);
+}
+
 /** The one mapping from host and dispatch errors to HTTP: a tool's own error is 422 with its code. */
 export function toHttpError(error: unknown): unknown {
   if (error instanceof HostError) return new HttpError(HOST_STATUS[error.code], error.code, error.message);

@@ -8,7 +8,7 @@ import { signedInUser } from "../../web/guard.js";
 import { wantsFragment } from "../../web/render.js";
 import { hostCaller, hostPerson } from "./callers.js";
 import { DeviceCallError } from "./dispatcher.js";
-import { HostError, toHttpError } from "./errors.js";
+import { HostError, rethrowAsHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
 import { diffLines, formFields, readForm, type FormBody } from "./schema-form.js";
 import type { DeviceView } from "./service.js";
@@ -63,9 +63,7 @@ const routes: FastifyPluginAsync = async (instance) => {
   const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
   const service = fastify.host;
   // Host refusals become HttpErrors, which the app's one handler renders as error pages.
-  fastify.setErrorHandler(async (error) => {
-    throw toHttpError(error);
-  });
+  fastify.setErrorHandler(rethrowAsHttpError);
   const baseURL = String(fastify.auth.options.baseURL).replace(/\/$/, "");
   const liveStreams = new Set<SseStream>();
   // A server that stops must not wait for browsers to hang up.

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { hostCaller as caller, hostPerson as person } from "./callers.js";
-import { toHttpError } from "./errors.js";
+import { rethrowAsHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
 import type { DeviceView } from "./service.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
@@ -61,9 +61,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const service = fastify.host;
   // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
-  fastify.setErrorHandler(async (error) => {
-    throw toHttpError(error);
-  });
+  fastify.setErrorHandler(rethrowAsHttpError);
 
   fastify.post("/api/host/pairing-codes", async (request, reply) => {
     const { userId } = await person(request);
