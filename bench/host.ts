@@ -235,7 +235,7 @@ export async function benchHost(): Promise<void> {
     };
     const plain = await measure(true);
     const sse = await measure(false);
-    const online = (await app.host.listDevices(userId)).filter((d) => d.online).length;
+    const online = (await app.tetherHost.listDevices(userId)).filter((d) => d.online).length;
     console.log(
       `\n${fmt(STREAMS)} idle connections from another process (server RSS delta after GC):\n` +
         `  plain idle keep-alive sockets (baseline)   ${fmt(plain.perConnection / 1024, 1).padStart(6)} KB each (${fmt(plain.open)} open)\n` +

@@ -5,9 +5,9 @@ import type { Database } from "./schema.js";
 
 declare module "fastify" {
   interface FastifyInstance {
-    db: Kysely<Database>;
+    tetherDb: Kysely<Database>;
     /** LISTEN on the database, when the app provides it (enables the session cache). */
-    dbListen: NotificationSource | null;
+    tetherDbListen: NotificationSource | null;
   }
 }
 
@@ -19,8 +19,8 @@ export interface DbPluginOptions {
 /** Shares the app's one Kysely instance. The app owns it (and closes it); plugins only borrow it. */
 export const dbPlugin = fp<DbPluginOptions>(
   async (fastify, options) => {
-    fastify.decorate("db", options.db);
-    fastify.decorate("dbListen", options.listen ?? null);
+    fastify.decorate("tetherDb", options.db);
+    fastify.decorate("tetherDbListen", options.listen ?? null);
   },
   { name: "tether-db" },
 );

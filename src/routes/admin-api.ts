@@ -13,7 +13,7 @@ export const ADMIN_SCOPE = "admin";
  * admin (a token needs the `admin` scope), so a route added here cannot forget the check.
  */
 export const adminApiRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const users = userAdmin(fastify.auth, fastify.db);
+  const users = userAdmin(fastify.tetherAuth, fastify.tetherDb);
   // Unknown fields are refused, not dropped (see strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
 

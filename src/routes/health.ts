@@ -5,7 +5,7 @@ import { sql } from "kysely";
 export const healthRoutes: FastifyPluginAsync = async (fastify) => {
   fastify.get("/healthz", async (request, reply) => {
     try {
-      await sql`select 1`.execute(fastify.db);
+      await sql`select 1`.execute(fastify.tetherDb);
       return { status: "ok" };
     } catch (error) {
       request.log.warn({ err: error }, "health check: database unreachable");

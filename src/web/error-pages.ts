@@ -47,7 +47,7 @@ export function describeErrorPage(error: ErrorBody, retryAfterSeconds?: number):
 
 /** The user for the layout of an error page, when the request got far enough to know it. */
 async function knownUser(request: FastifyRequest): Promise<UiUser | null> {
-  if (request.user) return request.user;
+  if (request.tetherUser) return request.tetherUser;
   // An error raised before the session plugin's hook (e.g. the origin guard) leaves no resolver.
   if (typeof request.fetchSession !== "function") return null;
   try {

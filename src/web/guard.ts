@@ -5,7 +5,7 @@
  * Its `onRequest` hook runs before every other hook and handler of the context (after the app's own
  * root hooks: origin guard, cookies, session binding; before the body is even parsed). It calls
  * `request.fetchSession()`; with no session it redirects to `/login` (302, or `HX-Redirect`
- * for htmx) and no protected handler runs; otherwise it sets `request.user` (the UI-safe user) for
+ * for htmx) and no protected handler runs; otherwise it sets `request.tetherUser` (the UI-safe user) for
  * the routes inside, and marks the response `Cache-Control: no-store` so the back button after
  * sign-out never shows a cached protected page.
  *
@@ -44,7 +44,7 @@ import { tokenPages } from "./routes/token-pages.js";
 declare module "fastify" {
   interface FastifyRequest {
     /** The UI-safe signed-in user: set by the route guard inside the guarded context, null elsewhere. */
-    user: UiUser | null;
+    tetherUser: UiUser | null;
   }
 }
 
@@ -61,20 +61,20 @@ export interface GuardedPagesOptions {
 
 /** The guard's user, inside the guarded context; throws the login redirect if called outside it. */
 export function signedInUser(request: FastifyRequest): UiUser {
-  if (!request.user) throw new LoginRequiredError();
-  return request.user;
+  if (!request.tetherUser) throw new LoginRequiredError();
+  return request.tetherUser;
 }
 
 export const guardedPagesPlugin = fp<GuardedPagesOptions>(
   async (fastify, options) => {
-    fastify.decorateRequest("user", null);
+    fastify.decorateRequest("tetherUser", null);
 
     await fastify.register(async function guardedPages(guarded) {
       guarded.addHook("onRequest", async (request, reply) => {
         reply.header("cache-control", "no-store");
         const session = await request.fetchSession();
         if (!session) return redirectTo(request, reply, "/login", 302);
-        request.user = session.user;
+        request.tetherUser = session.user;
       });
 
       await guarded.register(homePage);

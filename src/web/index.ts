@@ -23,7 +23,7 @@ export type { FormState } from "./forms.js";
 
 export const pagesPlugin = fp(
   async (fastify) => {
-    const https = new URL(fastify.auth.options.baseURL as string).protocol === "https:";
+    const https = new URL(fastify.tetherAuth.options.baseURL as string).protocol === "https:";
     await fastify.register(securityHeadersPlugin, { https });
     await fastify.register(assetsPlugin);
     await fastify.register(renderPlugin);

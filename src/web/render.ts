@@ -85,7 +85,7 @@ export const renderPlugin = fp<RenderPluginOptions>(
     fastify.decorateReply("render", function render(this: FastifyReply, template: string, data: Record<string, unknown> = {}) {
       const request = this.request;
       const locals: PageLocals = {
-        user: request.user ?? null,
+        user: request.tetherUser ?? null,
         assets,
         path: request.url.split("?")[0] ?? "/",
         htmxConfig: HTMX_CONFIG,

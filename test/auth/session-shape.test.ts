@@ -24,7 +24,7 @@ function headersOf(request: { headers: Record<string, string | string[] | undefi
 /** Test-only routes: ours (request.getSession) and theirs (better-auth's own getSession) side by side. */
 function shapeRoutes(app: App) {
   app.get("/test/ours", async (request) => ({ value: await request.getSession() }));
-  app.get("/test/theirs", async (request) => ({ value: await app.auth.api.getSession({ headers: headersOf(request) }) }));
+  app.get("/test/theirs", async (request) => ({ value: await app.tetherAuth.api.getSession({ headers: headersOf(request) }) }));
   app.get("/test/fetch-session", async (request) => ({ value: await request.fetchSession() }));
 }
 

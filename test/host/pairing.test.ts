@@ -169,7 +169,7 @@ t.test("deactivating the owner closes their device streams at once", async (t) =
   const device = new ScriptedDevice(server.url, deviceId, token);
   await device.hello();
   await device.connect();
-  await userAdmin(server.app.auth, server.database.db).deactivate(owner.userId);
+  await userAdmin(server.app.tetherAuth, server.database.db).deactivate(owner.userId);
   t.match(await device.next("close"), { reason: "revoked", message: /deactivated/ });
   const again = await device.hello();
   t.equal((await json(again)).code, "DEVICE_REVOKED", "and its token no longer verifies");

@@ -270,7 +270,7 @@ async function browserTests(): Promise<void> {
     await page.getByRole("status").filter({ hasText: "we have sent it a link" }).waitFor();
     await shot(page, "forgot-password-sent");
 
-    const row = await app.db.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
+    const row = await app.tetherDb.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
     const token = row.identifier.slice("reset-password:".length);
     // The link sendResetPassword delivers: better-auth checks it, then redirects to our form.
     await page.goto(`/api/auth/reset-password/${token}?callbackURL=${encodeURIComponent(`${url}/reset-password`)}`);
@@ -293,7 +293,7 @@ async function browserTests(): Promise<void> {
     await page.getByLabel("The new token").waitFor();
 
     // Another tab revokes it; this page still shows the button. The 404 page replaces the body.
-    await app.db.deleteFrom("api_token").where("user_id", "=", id).execute();
+    await app.tetherDb.deleteFrom("api_token").where("user_id", "=", id).execute();
     page.once("dialog", (dialog) => void dialog.accept());
     await page.getByRole("button", { name: "Revoke revoked elsewhere" }).click();
     await page.getByRole("heading", { level: 1, name: "Not found" }).waitFor();

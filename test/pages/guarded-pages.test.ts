@@ -15,7 +15,7 @@ let handlerRuns = 0;
 const addedPages: FastifyPluginAsync = async (fastify) => {
   fastify.get("/added/whoami", async (request) => {
     handlerRuns += 1;
-    return { user: request.user };
+    return { user: request.tetherUser };
   });
   fastify.post("/added/action", async () => {
     handlerRuns += 1;
@@ -61,7 +61,7 @@ t.test("the guard: no session → 302 /login (or HX-Redirect) before any protect
   t.equal(htmx.headers.get("hx-redirect"), "/login", "htmx follows its redirect header with a full navigation");
 });
 
-t.test("a route added inside the guarded context inherits the guard and gets request.user", async (t) => {
+t.test("a route added inside the guarded context inherits the guard and gets request.tetherUser", async (t) => {
   const { client, id, email } = await signedIn("Inherit Ida");
   const response = await client.get("/added/whoami");
   t.equal(response.status, 200);
@@ -79,7 +79,7 @@ t.test("a route added inside the guarded context inherits the guard and gets req
 t.test("deactivation applies at once: the next page load is anonymous", async (t) => {
   const { client, id } = await signedIn();
   t.equal((await client.get("/home")).status, 200);
-  await app.db.updateTable("user").set({ deactivatedAt: new Date() }).where("id", "=", id).execute();
+  await app.tetherDb.updateTable("user").set({ deactivatedAt: new Date() }).where("id", "=", id).execute();
   const response = await client.get("/home");
   t.equal(response.status, 302);
   t.equal(response.headers.get("location"), "/login");

@@ -39,7 +39,7 @@ export function browserClient(url: string, defaults: { origin?: string | null; h
 export const HTMX_HEADERS = { "hx-request": "true", "hx-request-type": "partial" } as const;
 
 export async function makeSiteAdmin(app: App, userId: string): Promise<void> {
-  await userAdmin(app.auth, app.db).setSiteAdmin(userId, true);
+  await userAdmin(app.tetherAuth, app.tetherDb).setSiteAdmin(userId, true);
 }
 
 /** The text of an HTML page with tags removed and whitespace collapsed, for readable assertions. */

@@ -19,12 +19,12 @@ export interface AuthCall {
 
 declare module "fastify" {
   interface FastifyInstance {
-    auth: Auth;
+    tetherAuth: Auth;
     /**
      * Calls the auth API as an HTTP request on behalf of `request` (same client address, cookies and
      * origin, so rate limiting and every check apply), copying its cookies onto `reply`.
      */
-    callAuth(request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response>;
+    tetherCallAuth(request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response>;
     getEdgeSsoEnabled(): boolean;
   }
 }
@@ -58,8 +58,8 @@ export const authPlugin = fp<AuthPluginOptions>(
       return response;
     };
 
-    fastify.decorate("auth", auth);
-    fastify.decorate("callAuth", dispatch);
+    fastify.decorate("tetherAuth", auth);
+    fastify.decorate("tetherCallAuth", dispatch);
     fastify.decorate("getEdgeSsoEnabled", () => options.edgeSsoEnabled === true);
 
     fastify.route({

@@ -13,7 +13,7 @@ import { strictValidatorCompiler } from "../../http/strict-validator.js";
 declare module "fastify" {
   interface FastifyRequest {
     /** The device a device-token request comes from; set by the host device routes' auth hook. */
-    hostDevice: DeviceIdentity | null;
+    tetherDevice: DeviceIdentity | null;
   }
 }
 
@@ -86,7 +86,7 @@ function checkProtocol(request: FastifyRequest): void {
  * guard lets them through; the token is their only credential.
  */
 export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
-  const service = fastify.host;
+  const service = fastify.tetherHost;
   // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(rethrowAsHttpError);
@@ -117,22 +117,22 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
   // The routes below authenticate with the device token.
   await fastify.register(async (instance) => {
     const authenticated = instance.withTypeProvider<TypeBoxTypeProvider>();
-    authenticated.decorateRequest("hostDevice", null);
+    authenticated.decorateRequest("tetherDevice", null);
     authenticated.addHook("onRequest", async (request) => {
       checkProtocol(request);
       const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
       if (!match) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
-      const verdict = await verifyDeviceToken(fastify.db, match[1]!);
+      const verdict = await verifyDeviceToken(fastify.tetherDb, match[1]!);
       if (!verdict.ok) {
         throw verdict.reason === "revoked"
           ? new HostError("DEVICE_REVOKED", "This device's credential was revoked; pair the device again")
           : new HostError("DEVICE_TOKEN_INVALID", "This device token is not valid; pair the device again");
       }
-      request.hostDevice = verdict.device;
+      request.tetherDevice = verdict.device;
     });
 
     authenticated.post("/api/host/hello", { schema: { body: HelloSchema } }, async (request) => {
-      const device = request.hostDevice!;
+      const device = request.tetherDevice!;
       const names = new Set<string>();
       for (const tool of request.body.tools) {
         if (names.has(tool.name)) throw badRequest("INVALID_INPUT", `body: tool "${tool.name}" is announced twice`);
@@ -144,7 +144,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
     });
 
     authenticated.get("/api/host/stream", async (request, reply) => {
-      const device = request.hostDevice!;
+      const device = request.tetherDevice!;
       const connection = await service.attachStream(device, () => {
         reply.hijack();
         const stream = openSseStream(reply.raw, options.keepAliveMs);
@@ -156,7 +156,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
     });
 
     authenticated.post("/api/host/result", { schema: { body: ResultSchema }, bodyLimit: RESULT_BODY_LIMIT }, async (request, reply) => {
-      await service.settle(request.hostDevice!, request.body);
+      await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
     });
   });

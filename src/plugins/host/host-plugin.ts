@@ -9,7 +9,7 @@ import { userRoutes } from "./user-routes.js";
 declare module "fastify" {
   interface FastifyInstance {
     /** The device host connector: pairing, devices, calls and proposals (see service.ts). */
-    host: HostService;
+    tetherHost: HostService;
   }
 }
 
@@ -31,7 +31,7 @@ export interface HostPluginOptions {
 }
 
 /**
- * The device host connector on Fastify. Decorates `fastify.host` and serves `/api/host/*`: the
+ * The device host connector on Fastify. Decorates `fastify.tetherHost` and serves `/api/host/*`: the
  * owner's JSON API (session or `host:call` token) and the device's API (device token). The consuming
  * app owns the tables (migrations/0003_host.ts). Streams are closed before the server stops, so a
  * restart never waits on them and devices reconnect to the next instance.
@@ -40,14 +40,14 @@ export const hostPlugin = fp<HostPluginOptions>(
   async (fastify, options) => {
     const dispatcher = options.dispatcher ?? createMemoryDispatcher({ defaultTimeoutMs: options.callTimeoutMs ?? 30_000 });
     const service = createHostService({
-      db: fastify.db,
+      db: fastify.tetherDb,
       dispatcher,
       ...(options.applyTimeoutMs !== undefined ? { applyTimeoutMs: options.applyTimeoutMs } : {}),
       onBackgroundError: (error) => fastify.log.warn({ err: error }, "host background write failed"),
     });
-    fastify.decorate("host", service);
+    fastify.decorate("tetherHost", service);
     // An admin deactivating or deleting a user closes that user's device streams at once.
-    const stopWatchingUsers = onUserChanged(fastify.auth, (userId) => {
+    const stopWatchingUsers = onUserChanged(fastify.tetherAuth, (userId) => {
       service.ownerChanged(userId).catch((error: unknown) => fastify.log.warn({ err: error }, "host: owner re-check failed"));
     });
     fastify.addHook("preClose", async () => {

@@ -61,10 +61,10 @@ interface ProposalView extends Proposal {
 
 const routes: FastifyPluginAsync = async (instance) => {
   const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
-  const service = fastify.host;
+  const service = fastify.tetherHost;
   // Host refusals become HttpErrors, which the app's one handler renders as error pages.
   fastify.setErrorHandler(rethrowAsHttpError);
-  const baseURL = String(fastify.auth.options.baseURL).replace(/\/$/, "");
+  const baseURL = String(fastify.tetherAuth.options.baseURL).replace(/\/$/, "");
   const liveStreams = new Set<SseStream>();
   // A server that stops must not wait for browsers to hang up.
   fastify.addHook("preClose", async () => {

@@ -58,7 +58,7 @@ export function proposalJson(proposal: Proposal) {
 
 /** The owner's side of the connector, as JSON under `/api/host`. */
 export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const service = fastify.host;
+  const service = fastify.tetherHost;
   // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(rethrowAsHttpError);

@@ -38,7 +38,7 @@ const kResolution = Symbol("tether.session.resolution");
 
 declare module "fastify" {
   interface FastifyInstance {
-    apiTokens: ApiTokenService;
+    tetherApiTokens: ApiTokenService;
   }
   interface FastifyRequest {
     [kReply]: FastifyReply | null;
@@ -59,12 +59,12 @@ export const AUTH_INVALIDATION_CHANNEL = "tether_auth_invalidate";
 /** The session cache, live only while the database's invalidation channel is. */
 async function startAuthCache(fastify: FastifyInstance): Promise<AuthCache> {
   const cache = new AuthCache();
-  const subscription = await fastify.dbListen!(AUTH_INVALIDATION_CHANNEL, {
+  const subscription = await fastify.tetherDbListen!(AUTH_INVALIDATION_CHANNEL, {
     onMessage: (payload) => cache.invalidate(payload),
     onReady: () => cache.resume(),
     onLost: () => cache.suspend(),
   });
-  const stopListening = onUserChanged(fastify.auth, (userId) => cache.dropUser(userId));
+  const stopListening = onUserChanged(fastify.tetherAuth, (userId) => cache.dropUser(userId));
   fastify.addHook("onClose", async () => {
     stopListening();
     cache.suspend();
@@ -94,11 +94,11 @@ export function toUiSession(session: ResolvedSession | null): UiSession | null {
  */
 export const sessionPlugin = fp(
   async (fastify) => {
-    const { auth, db } = fastify;
+    const { tetherAuth: auth, tetherDb: db } = fastify;
     const context = await auth.$context;
     const cookieName = context.authCookies.sessionToken.name;
     const dontRememberCookieName = context.authCookies.dontRememberToken.name;
-    const cache = fastify.dbListen ? await startAuthCache(fastify) : undefined;
+    const cache = fastify.tetherDbListen ? await startAuthCache(fastify) : undefined;
     const resolveSession = createSessionResolver({
       db,
       auth,
@@ -160,7 +160,7 @@ export const sessionPlugin = fp(
     fastify.decorateRequest("requireSession", requireSession);
     fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
     fastify.decorateRequest("fetchSession", fetchSession);
-    fastify.decorate("apiTokens", {
+    fastify.decorate("tetherApiTokens", {
       create: (input) => createApiToken(db, input),
       list: (userId) => listApiTokens(db, userId),
       async revoke(userId, tokenId) {

@@ -37,20 +37,20 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     requireCookieSession(session, MINT_NEEDS_BROWSER);
     const name = request.body.name.trim();
     if (name === "") throw badRequest("INVALID_INPUT", 'body: "name" must not be blank');
-    const created = await fastify.apiTokens.create({ userId: session.user.id, ...request.body, name });
+    const created = await fastify.tetherApiTokens.create({ userId: session.user.id, ...request.body, name });
     return reply.code(201).send(created);
   });
 
   fastify.get("/api/tokens", async (request) => {
     const session = await request.getSession({ requiredScope: TOKENS_SCOPE });
     if (!session) throw unauthorized();
-    return { tokens: await fastify.apiTokens.list(session.user.id) };
+    return { tokens: await fastify.tetherApiTokens.list(session.user.id) };
   });
 
   fastify.delete("/api/tokens/:id", { schema: { params: TokenIdParams } }, async (request, reply) => {
     const session = await request.getSession({ requiredScope: TOKENS_SCOPE });
     if (!session) throw unauthorized();
-    if (!(await fastify.apiTokens.revoke(session.user.id, request.params.id))) throw notFound("No such token");
+    if (!(await fastify.tetherApiTokens.revoke(session.user.id, request.params.id))) throw notFound("No such token");
     return reply.code(204).send();
   });
 };

@@ -58,7 +58,7 @@ const NOTICES = new Map([
  * An API-token caller needs the `admin` scope, as in the JSON admin API.
  */
 const routes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const users = userAdmin(fastify.auth, fastify.db);
+  const users = userAdmin(fastify.tetherAuth, fastify.tetherDb);
 
   fastify.addHook("onRequest", async (request) => {
     await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });

@@ -73,7 +73,7 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
     if (email === "") return loginPage(request, reply.code(400), { values, error: "Enter your email address.", errorField: "email" });
     if (password === "") return loginPage(request, reply.code(400), { values, error: "Enter your password.", errorField: "password" });
 
-    const response = await fastify.callAuth(request, reply, { method: "POST", path: "/sign-in/email", body: { email, password } });
+    const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/sign-in/email", body: { email, password } });
     if (response.ok) return redirectTo(request, reply, HOME_PATH);
     const failure = await readAuthFailure(response, "Login failed");
     return loginPage(request, reply.code(failure.status), failedForm(values, failure, "password"));
@@ -83,7 +83,7 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
   // who it is in headers, which `callAuth` forwards with the request to better-auth's `/edge/sign-in`.
   if (fastify.getEdgeSsoEnabled()) {
     fastify.post("/login/sso", async (request, reply) => {
-      const response = await fastify.callAuth(request, reply, { method: "POST", path: "/edge/sign-in", body: {} });
+      const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/edge/sign-in", body: {} });
       if (response.ok) return redirectTo(request, reply, HOME_PATH);
       const failure = await readAuthFailure(response, "Single sign-on failed");
       return reply.code(failure.status).render("auth/login", { title: "Sign in", form: { values: {} }, ssoError: failure.message, ssoEnabled: true });
@@ -105,7 +105,7 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
     if (email === "") return refuse("Enter your email address.", "email");
     if (password.length < PASSWORD_MIN_LENGTH) return refuse(`Choose a password of at least ${PASSWORD_MIN_LENGTH} characters.`, "password");
 
-    const response = await fastify.callAuth(request, reply, { method: "POST", path: "/sign-up/email", body: { name, email, password } });
+    const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/sign-up/email", body: { name, email, password } });
     if (response.ok) return redirectTo(request, reply, HOME_PATH);
     const failure = await readAuthFailure(response, "Sign-up failed");
     return signupPage(request, reply.code(failure.status), failedForm(values, failure, "email"));
@@ -119,7 +119,7 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
  * the form again with the message and the email kept.
  */
 const routes: FastifyPluginAsyncTypebox = async (fastify) => {
-  const baseURL = fastify.auth.options.baseURL as string;
+  const baseURL = fastify.tetherAuth.options.baseURL as string;
   const resetPageURL = new URL("/reset-password", baseURL).href;
 
   fastify.get("/", async (_request, reply) => reply.redirect(HOME_PATH, 302));
@@ -129,7 +129,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post("/logout", async (request, reply) => {
     // better-auth deletes the session row and clears the cookie (forwarded by callAuth) whether or
     // not the session was still valid; the visitor lands on the sign-in page either way.
-    await fastify.callAuth(request, reply, { method: "POST", path: "/sign-out", body: {} });
+    await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/sign-out", body: {} });
     return redirectTo(request, reply.header("cache-control", "no-store"), "/login");
   });
 
@@ -144,7 +144,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     const email = (request.body.email ?? "").trim();
     const values = { email };
     if (email === "") return forgotPage(request, reply.code(400), { values, error: "Enter your email address.", errorField: "email" });
-    const response = await fastify.callAuth(request, reply, {
+    const response = await fastify.tetherCallAuth(request, reply, {
       method: "POST",
       path: "/request-password-reset",
       body: { email, redirectTo: resetPageURL },
@@ -176,7 +176,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
       const error = `Choose a password of at least ${PASSWORD_MIN_LENGTH} characters.`;
       return resetPage(request, reply.code(400), { form: { values: {}, error, errorField: "newPassword" }, token });
     }
-    const response = await fastify.callAuth(request, reply, { method: "POST", path: "/reset-password", body: { newPassword, token } });
+    const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/reset-password", body: { newPassword, token } });
     if (response.ok) return redirectTo(request, reply, "/login?reset=done");
     const failure = await readAuthFailure(response, "The password could not be changed");
     if (failure.code === "INVALID_TOKEN") return resetPage(request, reply.code(400), { form: { values: {} }, invalidLink: true });

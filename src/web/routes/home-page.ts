@@ -19,9 +19,9 @@ export function initialsOf(name: string): string {
 const routes: FastifyPluginAsync = async (fastify) => {
   fastify.get("/home", async (request, reply) => {
     const user = signedInUser(request);
-    const tokenCount = (await listApiTokens(fastify.db, user.id)).length;
+    const tokenCount = (await listApiTokens(fastify.tetherDb, user.id)).length;
     const userCount = user.isSiteAdmin
-      ? Number((await fastify.db.selectFrom("user").select((eb) => eb.fn.countAll().as("count")).executeTakeFirstOrThrow()).count)
+      ? Number((await fastify.tetherDb.selectFrom("user").select((eb) => eb.fn.countAll().as("count")).executeTakeFirstOrThrow()).count)
       : 0;
     return reply.render("home", { title: "Home", tokenCount, userCount, initials: initialsOf(user.name) });
   });

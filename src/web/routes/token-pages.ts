@@ -62,7 +62,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   const showTokens = async (request: FastifyRequest, reply: FastifyReply, extras: PanelExtras = {}) => {
     const data = {
       title: "API tokens",
-      tokens: await fastify.apiTokens.list(signedInUser(request).id),
+      tokens: await fastify.tetherApiTokens.list(signedInUser(request).id),
       expiryChoices: EXPIRY_CHOICES,
       form: { values: {} },
       ...extras,
@@ -71,7 +71,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   };
 
   const findOwnToken = async (request: FastifyRequest<{ Params: { id: string } }>) => {
-    const token = (await fastify.apiTokens.list(signedInUser(request).id)).find((t) => t.id === request.params.id);
+    const token = (await fastify.tetherApiTokens.list(signedInUser(request).id)).find((t) => t.id === request.params.id);
     if (!token) throw notFound(GONE);
     return token;
   };
@@ -84,7 +84,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     requireCookieSession(await request.requireSession(), MINT_NEEDS_BROWSER);
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
-    const created = await fastify.apiTokens.create({ userId: signedInUser(request).id, ...input });
+    const created = await fastify.tetherApiTokens.create({ userId: signedInUser(request).id, ...input });
     // The value is in this response and nowhere else: it is never stored, and the page is no-store.
     return showTokens(request, reply, { created });
   });
@@ -96,7 +96,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) => {
     const token = await findOwnToken(request);
-    if (!(await fastify.apiTokens.revoke(signedInUser(request).id, token.id))) throw notFound(GONE);
+    if (!(await fastify.tetherApiTokens.revoke(signedInUser(request).id, token.id))) throw notFound(GONE);
     if (!wantsFragment(request)) return redirectTo(request, reply, `${TOKENS_PATH}?notice=revoked`);
     return showTokens(request, reply, { notice: `Token “${token.name}” revoked.`, focusNotice: true });
   });
