@@ -71,7 +71,7 @@ t.test("a route added inside the guarded context inherits the guard and gets req
   t.equal(handlerRuns, 1);
 
   // Outside the guarded context the decorator stays null, even for a signed-in request.
-  t.equal(app.hasRequestDecorator("user"), true);
+  t.equal(app.hasRequestDecorator("tetherUser"), true);
   const outside = await client.get("/login");
   t.equal(outside.status, 302, "(the guest-only pages send a signed-in visitor home)");
 });
