@@ -3,6 +3,7 @@ import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
+import * as hostInvalidation from "./0030_host_invalidation.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -18,6 +19,7 @@ export const authMigrations: Record<string, Migration> = {
 /** The device host connector's tables (devices, pairing codes, proposals, audit log). */
 export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
+  "0030_host_invalidation": hostInvalidation,
 };
 
 /** Every migration the example app runs. */

@@ -14,7 +14,6 @@ async function main(): Promise<void> {
     ...(runtime.redis ? { redis: runtime.redis } : {}),
     logger: { level: process.env.LOG_LEVEL ?? "info" },
   });
-  app.addHook("onClose", async () => runtime.close());
 
   let closing = false;
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -22,10 +21,14 @@ async function main(): Promise<void> {
       if (closing) return;
       closing = true;
       app.log.info(`${signal}: shutting down`);
-      app.close().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+      // The runtime (database, Redis) closes after the app: the app's last writes (audit) need it.
+      app
+        .close()
+        .then(() => runtime.close())
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
     });
   }
   await app.listen({ port: config.port, host: config.host });

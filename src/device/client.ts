@@ -61,8 +61,10 @@ export class HostClient {
     return this.post("/api/host/hello", body, signal);
   }
 
+  /** The call id goes in the path: the server checks it before it reads the (possibly large) body. */
   async result(body: ResultBody, signal?: AbortSignal): Promise<void> {
-    await this.post("/api/host/result", body, signal);
+    const { id, ...outcome } = body;
+    await this.post(`/api/host/result/${encodeURIComponent(id)}`, outcome, signal);
   }
 
   /** Opens the event stream; the caller reads the body. */

@@ -30,6 +30,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
       listed.devices[0].tools.map((tool: { name: string; class: string }) => [tool.name, tool.class]),
       [["stat", "read"], ["write_file", "mutate"], ["open_path", "action"]],
     );
+    await server.app.tetherAudit.flush();
     const audit = await server.database.db.selectFrom("host_audit").selectAll().where("device_id", "=", deviceId).where("event", "=", "call").execute();
     t.equal(audit.length, 2, "each call is in the audit log");
     t.match(audit[0], { actor: "session", tool: "stat", mode: "run", outcome: "ok" });
@@ -50,6 +51,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
     const refused = await call(other.token);
     t.equal(refused.status, 401);
     t.equal((await json(refused)).code, "UNAUTHENTICATED");
+    await server.app.tetherAudit.flush();
     const audit = await server.database.db.selectFrom("host_audit").select("actor").where("device_id", "=", deviceId).where("event", "=", "call").execute();
     t.same(audit, [{ actor: "token" }]);
   });

@@ -180,6 +180,7 @@ t.test("deleting the user deletes their devices, codes and proposals", async (t)
   const owner = await signedIn(server.url);
   await json(await owner.post("/api/host/pairing-codes"));
   const { deviceId } = await enroll(server.url, (await json(await owner.post("/api/host/pairing-codes"))).code);
+  await server.app.tetherAudit.flush();
   await server.database.db.deleteFrom("user").where("id", "=", owner.userId).execute();
   t.equal((await server.database.db.selectFrom("host_device").select("id").where("id", "=", deviceId).execute()).length, 0);
   t.equal((await server.database.db.selectFrom("host_pairing_code").select("id").execute()).length, 0);

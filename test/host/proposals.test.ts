@@ -53,6 +53,7 @@ t.test("proposals", async (t) => {
     t.equal(again.status, 409);
     t.same(await json(again), { code: "ALREADY_DECIDED", message: "This proposal was already decided (applied)" });
 
+    await server.app.tetherAudit.flush();
     const trail = await db.selectFrom("host_audit").select(["event", "outcome"]).where("proposal_id", "=", proposal.proposalId).orderBy("id").execute();
     t.same(trail.map((r) => `${r.event}:${r.outcome}`), ["propose:ok", "approve:ok", "apply:ok"]);
   });

@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
+import type { BatchWriter } from "../../db/batch-writer.js";
 import type { Database } from "../../db/schema.js";
+import type { AuditRow } from "../audit/audit-plugin.js";
 
 /** The host audit log: every call and every decision, with who asked and how it ended. */
 
@@ -23,23 +25,21 @@ export interface AuditEntry {
   durationMs?: number | null;
 }
 
-export async function record(db: Kysely<Database>, entry: AuditEntry): Promise<void> {
-  await db
-    .insertInto("host_audit")
-    .values({
-      user_id: entry.userId,
-      device_id: entry.deviceId ?? null,
-      proposal_id: entry.proposalId ?? null,
-      event: entry.event,
-      actor: entry.actor,
-      tool: entry.tool ?? null,
-      mode: entry.mode ?? null,
-      input_digest: entry.input === undefined ? null : createHash("sha256").update(JSON.stringify(entry.input)).digest("hex"),
-      outcome: entry.outcome,
-      error_code: entry.errorCode ?? null,
-      duration_ms: entry.durationMs === undefined || entry.durationMs === null ? null : Math.round(entry.durationMs),
-    })
-    .execute();
+/** Queues the entry on the audit writer: the request never waits for the audit INSERT. */
+export function record(writer: BatchWriter<AuditRow>, entry: AuditEntry): void {
+  writer.write({
+    user_id: entry.userId,
+    device_id: entry.deviceId ?? null,
+    proposal_id: entry.proposalId ?? null,
+    event: entry.event,
+    actor: entry.actor,
+    tool: entry.tool ?? null,
+    mode: entry.mode ?? null,
+    input_digest: entry.input === undefined ? null : createHash("sha256").update(JSON.stringify(entry.input)).digest("hex"),
+    outcome: entry.outcome,
+    error_code: entry.errorCode ?? null,
+    duration_ms: entry.durationMs === undefined || entry.durationMs === null ? null : Math.round(entry.durationMs),
+  });
 }
 
 export async function list(db: Kysely<Database>, userId: string, limit = 100) {

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
-import { badRequest } from "../../http/errors.js";
+import { badRequest, HttpError } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
-import { verifyDeviceToken } from "./devices.js";
 import { HostError, rethrowAsHttpError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
 import type { RateLimiter } from "./rate-limit.js";
+import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
 import { openSseStream } from "./sse-channel.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
@@ -51,23 +51,21 @@ const EnrollSchema = Type.Object(
 );
 
 const CallId = Type.String({ minLength: 1, maxLength: 100 });
-const ResultSchema = Type.Union([
-  Type.Object({ id: CallId, ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
-  Type.Object(
-    {
-      id: CallId,
-      ok: Type.Literal(false),
-      error: Type.Object(
-        { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
-        { additionalProperties: false },
-      ),
-    },
-    { additionalProperties: false },
-  ),
+const Outcome = Type.Object(
+  { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
+  { additionalProperties: false },
+);
+/** `POST /api/host/result/:callId`: the call id is in the path, so it is checked before the body is read. */
+const ResultParams = Type.Object({ callId: CallId });
+const OutcomeSchema = Type.Union([
+  Type.Object({ ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object({ ok: Type.Literal(false), error: Outcome }, { additionalProperties: false }),
 ]);
-
-/** A `read_file` result may carry 1 MB of text, which JSON escaping can grow several times. */
-const RESULT_BODY_LIMIT = 16 * 1024 * 1024;
+/** The first devices' `POST /api/host/result`, id in the body: still served, bounded by the largest limit. */
+const LegacyResultSchema = Type.Union([
+  Type.Object({ id: CallId, ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object({ id: CallId, ok: Type.Literal(false), error: Outcome }, { additionalProperties: false }),
+]);
 
 /** Every device-facing request names the protocol version it speaks; the one check for it. */
 function checkProtocol(request: FastifyRequest): void {
@@ -98,7 +96,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
       onRequest: async (request, reply) => {
         checkProtocol(request);
-        const retryAfter = options.enrollLimiter.hit(request.ip);
+        const retryAfter = await options.enrollLimiter.hit(request.ip);
         if (retryAfter > 0) {
           reply.header("retry-after", String(retryAfter));
           throw new HostError("RATE_LIMITED", `Too many enrollment attempts from this address; try again in ${retryAfter} s`);
@@ -109,7 +107,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       const { code, name, platform } = request.body;
       const enrolled = await service.enroll({ code, name: name.trim() || "device", platform: platform.trim() || "unknown" });
       // Only failed attempts count against the address: a person pairing several machines is fine.
-      options.enrollLimiter.refund(request.ip);
+      await options.enrollLimiter.refund(request.ip);
       return reply.code(201).send(enrolled);
     },
   );
@@ -122,7 +120,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       checkProtocol(request);
       const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
       if (!match) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
-      const verdict = await verifyDeviceToken(fastify.tetherDb, match[1]!);
+      const verdict = await service.verifyDeviceToken(match[1]!);
       if (!verdict.ok) {
         throw verdict.reason === "revoked"
           ? new HostError("DEVICE_REVOKED", "This device's credential was revoked; pair the device again")
@@ -155,9 +153,40 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       });
     });
 
-    authenticated.post("/api/host/result", { schema: { body: ResultSchema }, bodyLimit: RESULT_BODY_LIMIT }, async (request, reply) => {
+    authenticated.post("/api/host/result", { schema: { body: LegacyResultSchema }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
       await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
+    });
+
+    await authenticated.register(async (results) => {
+      // Parsed here only after the depth scan: a body of nested empty arrays costs one pass, not a recursion.
+      const parse = results.getDefaultJsonParser("error", "error");
+      results.removeContentTypeParser("application/json");
+      results.addContentTypeParser("application/json", { parseAs: "buffer", bodyLimit: MAX_RESULT_BODY }, (request, body, done) => {
+        if (nestingExceeds(body as Buffer)) return done(badRequest("RESULT_TOO_DEEP", "The result is nested too deeply"), undefined);
+        parse(request, (body as Buffer).toString("utf8"), done);
+      });
+      results.withTypeProvider<TypeBoxTypeProvider>().post(
+        "/api/host/result/:callId",
+        {
+          schema: { params: ResultParams, body: OutcomeSchema },
+          bodyLimit: MAX_RESULT_BODY,
+          // Before a byte of the body is read: is this call awaited from this device, and how large may its result be?
+          preParsing: async (request, _reply, payload) => {
+            const { callId } = request.params as { callId: string };
+            const toolClass = await service.expectResult(request.tetherDevice!, callId);
+            const length = Number(request.headers["content-length"]);
+            if (!Number.isSafeInteger(length)) throw new HttpError(411, "LENGTH_REQUIRED", "Send the result with a Content-Length");
+            const limit = RESULT_BODY_LIMITS[toolClass];
+            if (length > limit) throw new HttpError(413, "RESULT_TOO_LARGE", `A ${toolClass} tool's result may be at most ${limit} bytes`);
+            return payload;
+          },
+        },
+        async (request, reply) => {
+          await service.settle(request.tetherDevice!, { id: request.params.callId, ...request.body });
+          return reply.code(204).send();
+        },
+      );
     });
   });
 };

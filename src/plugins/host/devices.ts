@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
 import type { Database, HostDeviceRow } from "../../db/schema.js";
+import type { DeviceCache } from "./device-cache.js";
 import { DEVICE_TOKEN_PREFIX, type AnnouncedTool } from "./protocol.js";
 
 /** The device registry: SQL behind small typed functions. A device row is also its credential. */
@@ -44,20 +45,27 @@ export async function createDevice(
 }
 
 /**
- * One indexed lookup by the token's digest, joined to the owner. A revoked device, or one whose owner
- * is deactivated, does not verify; revoked is reported as such so the device can say "pair again".
+ * One indexed lookup by the token's digest, joined to the owner, or none when `cache` knows the
+ * token (see device-cache.ts). A revoked device, or one whose owner is deactivated, does not verify;
+ * revoked is reported as such so the device can say "pair again".
  */
-export async function verifyDeviceToken(db: Kysely<Database>, token: string): Promise<TokenVerdict> {
+export async function verifyDeviceToken(db: Kysely<Database>, token: string, cache?: DeviceCache): Promise<TokenVerdict> {
   if (!TOKEN_SHAPE.test(token)) return { ok: false, reason: "invalid" };
+  const hash = hashSecret(token);
+  const cached = cache?.deviceByTokenHash(hash);
+  if (cached) return { ok: true, device: cached };
+  const version = cache?.version ?? 0;
   const row = await db
     .selectFrom("host_device as d")
     .innerJoin("user as u", "u.id", "d.user_id")
     .select(["d.id", "d.user_id", "d.name", "d.revoked_at", "u.deactivatedAt"])
-    .where("d.token_hash", "=", hashSecret(token))
+    .where("d.token_hash", "=", hash)
     .executeTakeFirst();
   if (!row) return { ok: false, reason: "invalid" };
   if (row.revoked_at || row.deactivatedAt) return { ok: false, reason: "revoked" };
-  return { ok: true, device: { id: row.id, userId: row.user_id, name: row.name } };
+  const device = { id: row.id, userId: row.user_id, name: row.name };
+  cache?.storeToken(hash, device, version);
+  return { ok: true, device };
 }
 
 export async function recordHello(

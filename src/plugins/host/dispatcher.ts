@@ -10,30 +10,57 @@ import {
 
 /**
  * Routes tool calls to connected devices and awaits their results. The interface knows nothing of
- * HTTP: a stream is a `DeviceChannel` (send an event, close), a result is a `ResultBody`. The one
- * implementation here keeps everything in memory, so the app runs as a single replica; a shared
- * backend (e.g. Redis or Postgres LISTEN/NOTIFY) can implement the same interface.
+ * HTTP: a stream is a `DeviceChannel` (send an event, close), a result is a `ResultBody`. Two
+ * implementations: in memory here (one replica, the default), and on Redis (`redis-dispatcher.ts`,
+ * several replicas). Both pass the same contract tests (test/host/dispatcher-contract.test.ts).
  */
 export interface Dispatcher {
   /**
-   * Makes `channel` the device's one live stream, closing an older one (`replaced`) and failing the
-   * calls in flight on it. The returned connection detaches itself, and only itself.
+   * Makes `channel` the device's one live stream (cluster-wide), closing an older one (`replaced`)
+   * wherever it is and failing the calls in flight on it. The returned connection detaches itself,
+   * and only itself.
    */
-  connect(deviceId: string, tools: readonly AnnouncedTool[], channel: DeviceChannel): DeviceConnection;
-  /** Closes the device's stream (e.g. its credential was revoked) and fails its calls in flight. */
-  disconnect(deviceId: string, reason: CloseReason, message: string): void;
+  connect(device: StreamOwner, tools: readonly AnnouncedTool[], channel: DeviceChannel): Promise<DeviceConnection>;
+  /** Closes the device's stream wherever it is (e.g. its credential was revoked) and fails its calls in flight. */
+  disconnect(deviceId: string, reason: CloseReason, message: string): Promise<void>;
   isOnline(deviceId: string): boolean;
   /** The tools the connected device announced; undefined when it is offline. */
   toolsOf(deviceId: string): readonly AnnouncedTool[] | undefined;
   /** Sends a call down the device's stream and resolves to its result, or rejects with `DeviceCallError`. */
   call(deviceId: string, tool: string, input: unknown, options?: CallOptions): Promise<unknown>;
+  /**
+   * What `settle` would answer for this call id now, without the result: lets the result route
+   * refuse an unknown or foreign call before it reads the body. `accepted` means it is awaited, and
+   * then `limits` tells how large the result may be (by the tool's class).
+   */
+  expects(deviceId: string, callId: string): Promise<Expectation>;
   /** Accepts a result only from the device the call went to, and only once. */
-  settle(deviceId: string, result: ResultBody): SettleVerdict;
-  /** Tells `listener` whenever a device comes online or goes offline. Returns an unsubscribe function. */
+  settle(deviceId: string, result: ResultBody): Promise<SettleVerdict>;
+  /**
+   * Tells `listener` whenever a device comes online or goes offline, on every replica whichever
+   * replica holds the stream (the /devices live page and MCP `tools/list_changed` use it). A
+   * device that reconnects with other tools is reported online again. Returns an unsubscribe function.
+   */
   onPresence(listener: PresenceListener): () => void;
-  /** Closes every stream (`shutdown`) and fails every call in flight. */
-  closeAll(): void;
+  /** False while the shared backend is unreachable: calls then fail at once with `DISPATCH_UNAVAILABLE`. */
+  available(): boolean;
+  /** Closes this replica's streams (`shutdown`), fails its calls in flight, and releases the backend. */
+  closeAll(): Promise<void>;
 }
+
+/** Whose stream it is: presence changes name the owner, so every replica can tell the owner's pages. */
+export interface StreamOwner {
+  id: string;
+  userId: string;
+}
+
+export interface PresenceChange {
+  deviceId: string;
+  userId: string;
+  online: boolean;
+}
+
+export type Expectation = { verdict: "accepted"; toolClass: AnnouncedTool["class"] } | { verdict: Exclude<SettleVerdict, "accepted"> };
 
 export interface DeviceChannel {
   send(event: string, data: unknown): void;
@@ -57,7 +84,7 @@ export interface CallOptions {
   expectedPlan?: CallEvent["expectedPlan"];
 }
 
-export type PresenceListener = (deviceId: string, online: boolean) => void;
+export type PresenceListener = (change: PresenceChange) => void;
 
 export type SettleVerdict = "accepted" | "unknown_call" | "wrong_device" | "already_settled";
 
@@ -68,7 +95,8 @@ export type DispatchErrorCode =
   | "DEVICE_BUSY"
   | "DEVICE_TIMEOUT"
   | "DEVICE_DISCONNECTED"
-  | "CALL_ABORTED";
+  | "CALL_ABORTED"
+  | "DISPATCH_UNAVAILABLE";
 
 /**
  * Why a call did not produce a result. `fromTool` tells a tool's own error (its code, e.g.
@@ -93,11 +121,14 @@ export interface MemoryDispatcherOptions {
   maxPendingPerDevice?: number;
   /** How many settled call ids are remembered, so a replay is told apart from an unknown id. */
   settledMemory?: number;
+  /** Prefix of the call ids this dispatcher makes (the Redis backend routes results by it). */
+  callIdPrefix?: string;
 }
 
 interface Pending {
   id: string;
   deviceId: string;
+  toolClass: AnnouncedTool["class"];
   connection: Connection;
   resolve(value: unknown): void;
   reject(error: DeviceCallError): void;
@@ -105,6 +136,7 @@ interface Pending {
 }
 
 interface Connection extends DeviceConnection {
+  userId: string;
   channel: DeviceChannel;
   tools: ReadonlyMap<string, AnnouncedTool>;
   pending: Set<Pending>;
@@ -116,6 +148,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
   const maxTimeoutMs = options.maxTimeoutMs ?? 10 * 60_000;
   const maxPending = options.maxPendingPerDevice ?? 64;
   const settledMemory = options.settledMemory ?? 10_000;
+  const callIdPrefix = options.callIdPrefix ?? "";
 
   const connections = new Map<string, Connection>();
   const pendingCalls = new Map<string, Pending>();
@@ -123,10 +156,11 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
   const settled = new Map<string, string>();
   const presenceListeners = new Set<PresenceListener>();
 
-  const announce = (deviceId: string, online: boolean) => {
+  const announce = (connection: Connection, online: boolean) => {
+    const change: PresenceChange = { deviceId: connection.deviceId, userId: connection.userId, online };
     for (const listener of presenceListeners) {
       try {
-        listener(deviceId, online);
+        listener(change);
       } catch {
         /* a listener's failure is its own */
       }
@@ -151,17 +185,26 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
     }
     if (connections.get(connection.deviceId) === connection) {
       connections.delete(connection.deviceId);
-      announce(connection.deviceId, false);
+      announce(connection, false);
     }
   };
 
   const disconnected = (message: string) => new DeviceCallError("DEVICE_DISCONNECTED", message);
 
+  /** The verdict on a call id that is not awaited: settled before (by this device or another), or never made here. */
+  const verdictWithout = (callId: string, deviceId: string): Exclude<SettleVerdict, "accepted"> => {
+    const owner = settled.get(callId);
+    if (owner === undefined) return "unknown_call";
+    return owner === deviceId ? "already_settled" : "wrong_device";
+  };
+
   return {
-    connect(deviceId, tools, channel) {
+    async connect(device, tools, channel) {
+      const deviceId = device.id;
       const previous = connections.get(deviceId);
       const connection: Connection = {
         deviceId,
+        userId: device.userId,
         channel,
         tools: new Map(tools.map((tool) => [tool.name, tool])),
         pending: new Set(),
@@ -172,13 +215,13 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
       if (previous) {
         retire(previous, disconnected("The device reconnected before answering; the call was lost"));
         previous.channel.close("replaced", "A newer connection of this device replaced this one");
-      } else {
-        announce(deviceId, true);
       }
+      // Online again even when it replaced a stream: the new one may announce other tools.
+      announce(connection, true);
       return connection;
     },
 
-    disconnect(deviceId, reason, message) {
+    async disconnect(deviceId, reason, message) {
       const connection = connections.get(deviceId);
       if (!connection) return;
       retire(connection, disconnected(`The device's stream was closed (${reason})`));
@@ -214,7 +257,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
         return Promise.reject(new DeviceCallError("CALL_ABORTED", "The call was abandoned before it was sent"));
       }
       const timeoutMs = Math.min(Math.max(1, callOptions.timeoutMs ?? defaultTimeoutMs), maxTimeoutMs);
-      const id = randomUUID();
+      const id = callIdPrefix + randomUUID();
 
       return new Promise<unknown>((resolve, reject) => {
         const giveUp = (error: DeviceCallError) => {
@@ -232,6 +275,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
         const pending: Pending = {
           id,
           deviceId,
+          toolClass: tool.class,
           connection,
           resolve,
           reject,
@@ -248,13 +292,15 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
       });
     },
 
-    settle(deviceId, result) {
+    async expects(deviceId, callId) {
+      const pending = pendingCalls.get(callId);
+      if (!pending) return { verdict: verdictWithout(callId, deviceId) };
+      return pending.deviceId === deviceId ? { verdict: "accepted", toolClass: pending.toolClass } : { verdict: "wrong_device" };
+    },
+
+    async settle(deviceId, result) {
       const pending = pendingCalls.get(result.id);
-      if (!pending) {
-        const owner = settled.get(result.id);
-        if (owner === undefined) return "unknown_call";
-        return owner === deviceId ? "already_settled" : "wrong_device";
-      }
+      if (!pending) return verdictWithout(result.id, deviceId);
       if (pending.deviceId !== deviceId) return "wrong_device";
       remember(pending);
       if (result.ok) pending.resolve(result.result);
@@ -267,7 +313,9 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
       return () => presenceListeners.delete(listener);
     },
 
-    closeAll() {
+    available: () => true,
+
+    async closeAll() {
       for (const connection of [...connections.values()]) {
         retire(connection, disconnected("The server is shutting down"));
         connection.channel.close("shutdown", "The server is shutting down; reconnect shortly");

@@ -1,8 +1,9 @@
 import fp from "fastify-plugin";
 import { onUserChanged } from "../auth/user-admin.js";
+import { DeviceCache, HOST_INVALIDATION_CHANNEL } from "./device-cache.js";
 import { deviceRoutes } from "./device-routes.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
-import { createRateLimiter } from "./rate-limit.js";
+import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { createHostService, type HostService } from "./service.js";
 import { userRoutes } from "./user-routes.js";
 
@@ -14,7 +15,10 @@ declare module "fastify" {
 }
 
 export interface HostPluginOptions {
-  /** Another dispatcher backend; defaults to the in-memory one (single replica). */
+  /**
+   * Another dispatcher backend; defaults to the in-memory one (single replica). For several replicas
+   * pass `createRedisDispatcher(...)` (the example app does when REDIS_URL is set). The plugin closes it.
+   */
   dispatcher?: Dispatcher;
   /** Keep-alive comment interval on device streams (default 15 s). */
   keepAliveMs?: number;
@@ -24,43 +28,68 @@ export interface HostPluginOptions {
   applyTimeoutMs?: number;
   /**
    * Failed enrollment attempts per client address (`request.ip`, so set `trustProxy` behind a proxy)
-   * per window; default 10 a minute, after which the address is refused until the window ends. Kept
-   * in this process's memory, like the dispatcher.
+   * per window; default 10 a minute, after which the address is refused until the window ends.
    */
   enrollRateLimit?: { max: number; windowMs: number };
+  /** Where the enrollment counts live; defaults to this process's memory (pass a Redis one for several replicas). */
+  enrollLimiter?: RateLimiter;
 }
 
 /**
  * The device host connector on Fastify. Decorates `fastify.tetherHost` and serves `/api/host/*`: the
  * owner's JSON API (session or `host:call` token) and the device's API (device token). The consuming
- * app owns the tables (migrations/0003_host.ts). Streams are closed before the server stops, so a
- * restart never waits on them and devices reconnect to the next instance.
+ * app owns the tables (migrations/0003_host.ts, 0030_host_invalidation.ts). Streams are closed before
+ * the server stops, so a restart never waits on them and devices reconnect to the next instance.
  */
 export const hostPlugin = fp<HostPluginOptions>(
   async (fastify, options) => {
     const dispatcher = options.dispatcher ?? createMemoryDispatcher({ defaultTimeoutMs: options.callTimeoutMs ?? 30_000 });
+    const cache = fastify.tetherDbListen ? new DeviceCache() : undefined;
     const service = createHostService({
       db: fastify.tetherDb,
       dispatcher,
+      audit: fastify.tetherAudit,
+      ...(cache ? { cache } : {}),
       ...(options.applyTimeoutMs !== undefined ? { applyTimeoutMs: options.applyTimeoutMs } : {}),
       onBackgroundError: (error) => fastify.log.warn({ err: error }, "host background write failed"),
     });
     fastify.decorate("tetherHost", service);
-    // An admin deactivating or deleting a user closes that user's device streams at once.
-    const stopWatchingUsers = onUserChanged(fastify.tetherAuth, (userId) => {
+
+    const ownerChanged = (userId: string) => {
       service.ownerChanged(userId).catch((error: unknown) => fastify.log.warn({ err: error }, "host: owner re-check failed"));
-    });
+    };
+    // An admin deactivating or deleting a user in this process closes that user's device streams at once.
+    const stopWatchingUsers = onUserChanged(fastify.tetherAuth, ownerChanged);
+    // Every replica hears every revoke and owner change from the database (whoever made it, even plain
+    // SQL): cached credentials are dropped, and a deactivated owner's streams held here are closed.
+    const subscription = cache
+      ? await fastify.tetherDbListen!(HOST_INVALIDATION_CHANNEL, {
+          onMessage: (payload) => {
+            cache.invalidate(payload);
+            if (payload.startsWith("u:")) ownerChanged(payload.slice(2));
+          },
+          onReady: () => cache.resume(),
+          onLost: () => cache.suspend(),
+        })
+      : undefined;
     fastify.addHook("preClose", async () => {
       stopWatchingUsers();
-      dispatcher.closeAll();
+      await dispatcher.closeAll();
+    });
+    fastify.addHook("onClose", async () => {
+      cache?.suspend();
+      await subscription?.close();
     });
 
-    const limit = options.enrollRateLimit ?? { max: 10, windowMs: 60_000 };
     await fastify.register(deviceRoutes, {
-      enrollLimiter: createRateLimiter(limit),
+      enrollLimiter: options.enrollLimiter ?? createRateLimiter(options.enrollRateLimit ?? { max: 10, windowMs: 60_000 }),
       keepAliveMs: options.keepAliveMs ?? 15_000,
     });
     await fastify.register(userRoutes);
   },
-  { name: "tether-host", dependencies: ["tether-db", "tether-auth", "tether-session", "tether-errors", "tether-origin-guard"] },
+  {
+    name: "tether-host",
+    fastify: "5.x",
+    dependencies: ["tether-db", "tether-audit", "tether-auth", "tether-session", "tether-errors", "tether-origin-guard"],
+  },
 );

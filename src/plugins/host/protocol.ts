@@ -6,7 +6,9 @@
  *      roots; the server stores them on the device row.
  *   2. `GET /api/host/stream`  (device token, `Tether-Protocol: 1`) opens the Server-Sent Events
  *      stream. Events: `ready`, `call`, `cancel`, `close`, plus `: keep-alive` comments.
- *   3. `POST /api/host/result` (device token, `Tether-Protocol: 1`) posts one call's outcome back.
+ *   3. `POST /api/host/result/:callId` (device token, `Tether-Protocol: 1`) posts one call's outcome back
+ *      (the id in the path is checked before the body is read; the older `POST /api/host/result`
+ *      with the id in the body is still served).
  *
  * A device speaking another version gets 400 `PROTOCOL_VERSION_UNSUPPORTED`, naming both versions.
  */

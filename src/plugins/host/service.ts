@@ -1,11 +1,14 @@
 import type { Kysely } from "kysely";
+import type { BatchWriter } from "../../db/batch-writer.js";
 import type { Database } from "../../db/schema.js";
+import type { AuditRow } from "../audit/audit-plugin.js";
 import { assistantTools, type AssistantTool } from "./assistant.js";
 import * as audit from "./audit.js";
 import type { AuditActor } from "./audit.js";
+import type { DeviceCache } from "./device-cache.js";
 import * as devices from "./devices.js";
-import type { DeviceIdentity, DeviceSummary } from "./devices.js";
-import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher } from "./dispatcher.js";
+import type { DeviceIdentity, DeviceSummary, TokenVerdict } from "./devices.js";
+import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher, type SettleVerdict } from "./dispatcher.js";
 import { HostError } from "./errors.js";
 import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing-codes.js";
 import * as proposals from "./proposals.js";
@@ -18,6 +21,8 @@ import type { AnnouncedTool, HelloBody, ResultBody } from "./protocol.js";
  */
 export interface HostService {
   readonly dispatcher: Dispatcher;
+  /** The device a device token names (normally answered from the invalidated cache, no query). */
+  verifyDeviceToken(token: string): Promise<TokenVerdict>;
   mintPairingCode(userId: string): Promise<MintedPairingCode>;
   enroll(input: { code: string; name: string; platform: string }): Promise<{ deviceId: string; token: string }>;
   hello(device: DeviceIdentity, hello: HelloBody): Promise<void>;
@@ -27,6 +32,8 @@ export interface HostService {
    */
   attachStream(device: DeviceIdentity, open: () => DeviceChannel): Promise<DeviceConnection>;
   detachStream(connection: DeviceConnection): Promise<void>;
+  /** The class of the tool a call awaiting its result went to; UNKNOWN_CALL, WRONG_DEVICE or RESULT_ALREADY_RECEIVED otherwise. */
+  expectResult(device: DeviceIdentity, callId: string): Promise<AnnouncedTool["class"]>;
   settle(device: DeviceIdentity, result: ResultBody): Promise<void>;
   listDevices(userId: string): Promise<DeviceView[]>;
   /** The owner's device with its live tools (when online), or DEVICE_NOT_FOUND. */
@@ -79,6 +86,10 @@ export interface DeviceView extends DeviceSummary {
 export interface HostServiceOptions {
   db: Kysely<Database>;
   dispatcher: Dispatcher;
+  /** Where audit rows go (batched, off the request path: src/db/batch-writer.ts). */
+  audit: BatchWriter<AuditRow>;
+  /** Token and ownership answers, invalidated by database notifications; without it every check queries. */
+  cache?: DeviceCache;
   /** Wait for an apply; a tool writing a tree may take longer than a read. */
   applyTimeoutMs?: number;
   proposalTtlMs?: number;
@@ -87,9 +98,9 @@ export interface HostServiceOptions {
 }
 
 export function createHostService(options: HostServiceOptions): HostService {
-  const { db, dispatcher } = options;
+  const { db, dispatcher, audit: auditLog, cache } = options;
   const applyTimeoutMs = options.applyTimeoutMs ?? 120_000;
-  /** Owners of connected devices: a call to a live device needs no ownership query. */
+  /** Owners of the streams this replica holds: to close them when their owner is deactivated. */
   const owners = new Map<string, string>();
   const watchers = new Map<string, Set<(topic: WatchTopic) => void>>();
   const background = (promise: Promise<unknown>) => {
@@ -106,10 +117,10 @@ export function createHostService(options: HostServiceOptions): HostService {
     }
   };
 
-  dispatcher.onPresence((deviceId, online) => {
-    const userId = owners.get(deviceId);
-    if (!online) owners.delete(deviceId);
-    if (userId) notify(userId, "devices");
+  // Presence changes arrive on every replica, whichever holds the stream: live pages follow them.
+  dispatcher.onPresence(({ deviceId, userId, online }) => {
+    if (!online && owners.get(deviceId) === userId && !dispatcher.isOnline(deviceId)) owners.delete(deviceId);
+    notify(userId, "devices");
   });
 
   const view = (summary: DeviceSummary): DeviceView => {
@@ -118,10 +129,12 @@ export function createHostService(options: HostServiceOptions): HostService {
   };
 
   const requireDevice = async (userId: string, deviceId: string): Promise<void> => {
-    if (owners.get(deviceId) === userId) return;
+    if (cache?.ownerOf(deviceId) === userId) return;
+    const version = cache?.version ?? 0;
     if (!(await devices.findDevice(db, userId, deviceId))) {
       throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
     }
+    cache?.storeOwner({ id: deviceId, userId, name: "" }, version);
   };
 
   const codeOf = (error: unknown) => (error instanceof DeviceCallError || error instanceof HostError ? error.code : "INTERNAL");
@@ -129,9 +142,11 @@ export function createHostService(options: HostServiceOptions): HostService {
   const service: HostService = {
     dispatcher,
 
+    verifyDeviceToken: (token) => devices.verifyDeviceToken(db, token, cache),
+
     async mintPairingCode(userId) {
       const minted = await mintPairingCode(db, userId);
-      await audit.record(db, { userId, event: "pair", actor: "session", outcome: "ok" });
+      audit.record(auditLog, { userId, event: "pair", actor: "session", outcome: "ok" });
       return minted;
     },
 
@@ -147,7 +162,7 @@ export function createHostService(options: HostServiceOptions): HostService {
         const [code, message] = refusals[outcome.reason];
         throw new HostError(code, message);
       }
-      await audit.record(db, { userId: outcome.userId, deviceId: outcome.deviceId, event: "enroll", actor: "device", outcome: "ok" });
+      audit.record(auditLog, { userId: outcome.userId, deviceId: outcome.deviceId, event: "enroll", actor: "device", outcome: "ok" });
       notify(outcome.userId, "devices");
       return { deviceId: outcome.deviceId, token: outcome.token };
     },
@@ -160,8 +175,9 @@ export function createHostService(options: HostServiceOptions): HostService {
     async attachStream(device, open) {
       const tools = await devices.announcedTools(db, device.id);
       if (!tools) throw new HostError("HELLO_REQUIRED", "Announce the device's tools with POST /api/host/hello before opening the stream");
+      if (!dispatcher.available()) throw new DeviceCallError("DISPATCH_UNAVAILABLE", "Calls cannot be routed right now; reconnect shortly");
       owners.set(device.id, device.userId);
-      const connection = dispatcher.connect(device.id, tools, open());
+      const connection = await dispatcher.connect(device, tools, open());
       background(devices.touchDevice(db, device.id, true));
       notify(device.userId, "devices");
       return connection;
@@ -172,11 +188,15 @@ export function createHostService(options: HostServiceOptions): HostService {
       await devices.touchDevice(db, connection.deviceId, true);
     },
 
+    async expectResult(device, callId) {
+      const expectation = await dispatcher.expects(device.id, callId);
+      if (expectation.verdict !== "accepted") throw settleRefusal(expectation.verdict);
+      return expectation.toolClass;
+    },
+
     async settle(device, result) {
-      const verdict = dispatcher.settle(device.id, result);
-      if (verdict === "unknown_call") throw new HostError("UNKNOWN_CALL", "No call with this id is waiting for a result");
-      if (verdict === "wrong_device") throw new HostError("WRONG_DEVICE", "This call was sent to another device");
-      if (verdict === "already_settled") throw new HostError("RESULT_ALREADY_RECEIVED", "This call already has its result (or was given up)");
+      const verdict = await dispatcher.settle(device.id, result);
+      if (verdict !== "accepted") throw settleRefusal(verdict);
       background(devices.touchDevice(db, device.id));
     },
 
@@ -194,9 +214,10 @@ export function createHostService(options: HostServiceOptions): HostService {
       if (!(await devices.revokeDevice(db, userId, deviceId))) {
         throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
       }
-      dispatcher.disconnect(deviceId, "revoked", "This device's credential was revoked; pair it again");
+      cache?.dropDevice(deviceId);
+      await dispatcher.disconnect(deviceId, "revoked", "This device's credential was revoked; pair it again");
       owners.delete(deviceId);
-      await audit.record(db, { userId, deviceId, event: "revoke", actor: "session", outcome: "ok" });
+      audit.record(auditLog, { userId, deviceId, event: "revoke", actor: "session", outcome: "ok" });
       notify(userId, "devices");
       notify(userId, "proposals");
     },
@@ -218,18 +239,18 @@ export function createHostService(options: HostServiceOptions): HostService {
           ...(request.signal ? { signal: request.signal } : {}),
         });
       } catch (error) {
-        await audit.record(db, { ...entry, event: "call", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
+        audit.record(auditLog, { ...entry, event: "call", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
         throw error;
       }
       const durationMs = performance.now() - started;
       // `tool` is known here: an unknown tool fails in the dispatcher.
       if (tool!.class !== "mutate") {
-        await audit.record(db, { ...entry, event: "call", mode, outcome: "ok", durationMs });
+        audit.record(auditLog, { ...entry, event: "call", mode, outcome: "ok", durationMs });
         return { kind: "result", tool: tool!, result };
       }
       const plan = result as { diff?: unknown; summary?: unknown } | null;
       if (typeof plan?.diff !== "string") {
-        await audit.record(db, { ...entry, event: "propose", mode, outcome: "error", errorCode: "NOT_A_PROPOSAL", durationMs });
+        audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: "NOT_A_PROPOSAL", durationMs });
         throw new HostError("NOT_A_PROPOSAL", `The device's plan for "${request.tool}" returned no diff`);
       }
       const proposal = await proposals.create(db, {
@@ -241,7 +262,7 @@ export function createHostService(options: HostServiceOptions): HostService {
         summary: typeof plan.summary === "string" ? plan.summary : "",
         ...(options.proposalTtlMs !== undefined ? { ttlMs: options.proposalTtlMs } : {}),
       });
-      await audit.record(db, { ...entry, event: "propose", mode, proposalId: proposal.id, outcome: "ok", durationMs });
+      audit.record(auditLog, { ...entry, event: "propose", mode, proposalId: proposal.id, outcome: "ok", durationMs });
       notify(caller.userId, "proposals");
       return { kind: "proposal", tool: tool!, proposal };
     },
@@ -251,14 +272,14 @@ export function createHostService(options: HostServiceOptions): HostService {
       if (!decision.ok) throw refusal(decision);
       const { proposal } = decision;
       const entry = { userId: caller.userId, deviceId: proposal.deviceId, proposalId, actor: caller.actor, tool: proposal.tool };
-      await audit.record(db, { ...entry, event: "approve", outcome: "ok" });
+      audit.record(auditLog, { ...entry, event: "approve", outcome: "ok" });
       notify(caller.userId, "proposals");
       const started = performance.now();
       try {
         // The stored input, exactly as proposed: the approving request carries only the id.
         const result = await dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: applyTimeoutMs, expectedPlan: { diff: proposal.diff, summary: proposal.summary } });
         const finished = await proposals.finish(db, proposalId, { ok: true, result });
-        await audit.record(db, { ...entry, event: "apply", mode: "apply", input: proposal.input, outcome: "ok", durationMs: performance.now() - started });
+        audit.record(auditLog, { ...entry, event: "apply", mode: "apply", input: proposal.input, outcome: "ok", durationMs: performance.now() - started });
         return { proposal: finished ?? proposal, result };
       } catch (error) {
         if (error instanceof DeviceCallError && error.code === "DEVICE_OFFLINE") {
@@ -268,7 +289,7 @@ export function createHostService(options: HostServiceOptions): HostService {
           const message = error instanceof Error ? error.message : String(error);
           await proposals.finish(db, proposalId, { ok: false, code: codeOf(error), message });
         }
-        await audit.record(db, {
+        audit.record(auditLog, {
           ...entry,
           event: "apply",
           mode: "apply",
@@ -286,7 +307,7 @@ export function createHostService(options: HostServiceOptions): HostService {
     async reject(caller, proposalId) {
       const decision = await proposals.reject(db, caller.userId, proposalId);
       if (!decision.ok) throw refusal(decision);
-      await audit.record(db, {
+      audit.record(auditLog, {
         userId: caller.userId,
         deviceId: decision.proposal.deviceId,
         proposalId,
@@ -310,12 +331,13 @@ export function createHostService(options: HostServiceOptions): HostService {
     assistantTools: (userId) => assistantTools(service, userId),
 
     async ownerChanged(userId) {
+      cache?.dropUser(userId);
       const live = [...owners].filter(([, owner]) => owner === userId).map(([deviceId]) => deviceId);
       if (live.length === 0) return;
       const user = await db.selectFrom("user").select("deactivatedAt").where("id", "=", userId).executeTakeFirst();
       if (user && !user.deactivatedAt) return;
       for (const deviceId of live) {
-        dispatcher.disconnect(deviceId, "revoked", "The owner's account was deactivated or deleted; pair the device again");
+        await dispatcher.disconnect(deviceId, "revoked", "The owner's account was deactivated or deleted; pair the device again");
         owners.delete(deviceId);
       }
     },
@@ -331,6 +353,12 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
   };
   return service;
+}
+
+function settleRefusal(verdict: Exclude<SettleVerdict, "accepted">): HostError {
+  if (verdict === "unknown_call") return new HostError("UNKNOWN_CALL", "No call with this id is waiting for a result");
+  if (verdict === "wrong_device") return new HostError("WRONG_DEVICE", "This call was sent to another device");
+  return new HostError("RESULT_ALREADY_RECEIVED", "This call already has its result (or was given up)");
 }
 
 function refusal(decision: Exclude<proposals.Decision, { ok: true }>): HostError {

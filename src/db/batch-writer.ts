@@ -1,0 +1,147 @@
+import type { Insertable, Kysely } from "kysely";
+import type { Database } from "./schema.js";
+
+/**
+ * Rows written in batches, off the request path: `write` only queues (no await, no round trip), and
+ * the queue goes to the database in one multi-row INSERT when it reaches `maxBatch` rows or
+ * `flushIntervalMs` after the first queued row, whichever comes first. `close` writes everything
+ * still queued, so a clean stop loses no row. A failed INSERT keeps its rows and is retried (the
+ * queue is bounded by `maxQueued`: beyond it the oldest rows are dropped and reported).
+ *
+ * How to use it (the audit log, `fastify.tetherAudit`, is one; see src/plugins/audit):
+ *
+ *     const writer = createBatchWriter(db, "host_audit", { onError: (e) => log.warn(e) });
+ *     writer.write({ user_id, event: "sign_in", actor: "session", outcome: "ok" }); // no await
+ *     await writer.flush(); // tests: make what was written visible now
+ *     await writer.close(); // on shutdown, before the database closes
+ */
+export interface BatchWriter<Row> {
+  /** Queues one row; returns at once. */
+  write(row: Row): void;
+  /** Writes every row queued so far; resolves when they are in the database (or rejects). */
+  flush(): Promise<void>;
+  /** Flushes, then refuses further writes (they are dropped and reported to `onError`). */
+  close(): Promise<void>;
+  /** Rows waiting to be written. */
+  readonly queued: number;
+}
+
+export interface BatchWriterOptions {
+  maxBatch?: number;
+  flushIntervalMs?: number;
+  maxQueued?: number;
+  /** A failed INSERT (retried later), dropped rows, writes after close. */
+  onError?: (error: unknown) => void;
+}
+
+export function createBatchWriter<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  table: T,
+  options: BatchWriterOptions = {},
+): BatchWriter<Insertable<Database[T]>> {
+  type Row = Insertable<Database[T]>;
+  const maxBatch = options.maxBatch ?? 500;
+  const flushIntervalMs = options.flushIntervalMs ?? 50;
+  const maxQueued = options.maxQueued ?? 100_000;
+  const report = (error: unknown) => {
+    try {
+      options.onError?.(error);
+    } catch {
+      /* the reporter's failure is its own */
+    }
+  };
+
+  let queue: Row[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> | undefined;
+  let closed = false;
+
+  // Kysely's insert types are per table; the rows were typed at `write`.
+  const insert = (rows: Row[]) => (db.insertInto(table) as unknown as { values(rows: Row[]): { execute(): Promise<unknown> } }).values(rows).execute();
+
+  /**
+   * One INSERT of up to `maxBatch` rows. If the database refuses the batch for what is in it (a row
+   * whose user was deleted meanwhile), the rows are written one by one and only the refused ones are
+   * dropped and reported, so one bad row cannot block the queue. Any other failure (the database is
+   * down) puts the rows back at the front of the queue.
+   */
+  const writeBatch = async (): Promise<void> => {
+    const batch = queue.slice(0, maxBatch);
+    queue = queue.slice(batch.length);
+    try {
+      await insert(batch);
+    } catch (error) {
+      if (!refusedForContent(error)) {
+        queue = batch.concat(queue);
+        throw error;
+      }
+      for (const [index, row] of batch.entries()) {
+        try {
+          await insert([row]);
+        } catch (rowError) {
+          if (!refusedForContent(rowError)) {
+            queue = batch.slice(index).concat(queue);
+            throw rowError;
+          }
+          report(rowError);
+        }
+      }
+    }
+  };
+
+  const writeAll = async (): Promise<void> => {
+    while (queue.length > 0) await writeBatch();
+  };
+  /** The one writing loop: callers share it; it clears itself (asynchronously, after the assignment). */
+  const drain = (): Promise<void> => {
+    inFlight ??= writeAll().finally(() => {
+      inFlight = undefined;
+    });
+    return inFlight;
+  };
+
+  const schedule = () => {
+    if (timer || closed) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      drain().catch((error: unknown) => {
+        report(error);
+        schedule(); // retried on the next tick of the interval
+      });
+    }, flushIntervalMs);
+    timer.unref();
+  };
+
+  return {
+    write(row) {
+      if (closed) return report(new Error(`${table}: a row was written after the writer closed; it is lost`));
+      queue.push(row);
+      if (queue.length > maxQueued) {
+        const dropped = queue.length - maxQueued;
+        queue = queue.slice(dropped);
+        report(new Error(`${table}: ${dropped} queued row(s) dropped: the database has not accepted writes for a while`));
+      }
+      if (queue.length >= maxBatch && !inFlight) void drain().catch(report);
+      else schedule();
+    },
+    async flush() {
+      // A flush already running may have started before the latest writes: run until the queue is empty.
+      while (inFlight || queue.length > 0) await drain();
+    },
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      await this.flush();
+    },
+    get queued() {
+      return queue.length;
+    },
+  };
+}
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint): retrying the same row cannot help. */
+function refusedForContent(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && (code.startsWith("22") || code.startsWith("23"));
+}

@@ -1,0 +1,40 @@
+import fp from "fastify-plugin";
+import type { Insertable } from "kysely";
+import { createBatchWriter, type BatchWriter } from "../../db/batch-writer.js";
+import type { HostAuditTable } from "../../db/schema.js";
+
+export type AuditRow = Insertable<HostAuditTable>;
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /**
+     * The audit log's writer: `fastify.tetherAudit.write(row)` queues a `host_audit` row and returns at
+     * once; rows reach the database in batches, and every queued row is written before the app closes.
+     * Tests call `await fastify.tetherAudit.flush()` before reading the table. See src/db/batch-writer.ts.
+     */
+    tetherAudit: BatchWriter<AuditRow>;
+  }
+}
+
+export interface AuditPluginOptions {
+  /** Longest a row waits before its batch is written (default 50 ms). */
+  flushIntervalMs?: number;
+}
+
+/**
+ * The one audit writer of the app, shared by every plugin that records events (the host connector's
+ * calls and decisions, and sign-in events). Register it after `tether-db`; its `onClose` hook runs
+ * after those of the plugins registered later (Fastify closes in reverse order), so their last rows
+ * are in the queue when it flushes.
+ */
+export const auditPlugin = fp<AuditPluginOptions>(
+  async (fastify, options) => {
+    const writer = createBatchWriter(fastify.tetherDb, "host_audit", {
+      ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
+      onError: (error) => fastify.log.warn({ err: error }, "audit write failed (will retry)"),
+    });
+    fastify.decorate("tetherAudit", writer);
+    fastify.addHook("onClose", async () => writer.close());
+  },
+  { name: "tether-audit", fastify: "5.x", dependencies: ["tether-db"] },
+);
