@@ -9,6 +9,8 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
+import { inputGuardPlugin } from "./http/input-guard.js";
+import { routeInventoryPlugin } from "./http/route-inventory.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
@@ -67,6 +69,8 @@ export async function buildApp(options: BuildAppOptions) {
     plugins: config.edgeSso ? [edgeSso(config.edgeSso)] : [],
   });
 
+  await app.register(routeInventoryPlugin);
+  await app.register(inputGuardPlugin);
   await app.register(errorHandlerPlugin);
   await app.register(cookie);
   await app.register(formbody);
