@@ -10,6 +10,7 @@ import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
 import { inputGuardPlugin } from "./http/input-guard.js";
+import { withLogRedaction } from "./http/log-redaction.js";
 import { routeInventoryPlugin } from "./http/route-inventory.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
@@ -46,7 +47,8 @@ export interface BuildAppOptions {
 export async function buildApp(options: BuildAppOptions) {
   const { config } = options;
   const app = Fastify({
-    logger: options.logger ?? false,
+    // Secrets (reset tokens, codes, credentials) never reach the log: see src/http/log-redaction.ts.
+    logger: withLogRedaction(options.logger),
     // A hop count is valid at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as FastifyServerOptions["trustProxy"],
     bodyLimit: 1024 * 1024,
