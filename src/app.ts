@@ -14,6 +14,7 @@ import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-aut
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
@@ -22,6 +23,7 @@ import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
 import { guardedPagesPlugin, pagesPlugin, type GuardedPagePlugin } from "./web/index.js";
+import { devicePage } from "./web/routes/device-page.js";
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -64,7 +66,15 @@ export async function buildApp(options: BuildAppOptions) {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
-    plugins: config.edgeSso ? [edgeSso(config.edgeSso)] : [],
+    plugins: [
+      ...(config.edgeSso ? [edgeSso(config.edgeSso)] : []),
+      ...hostDeviceAuthorization({
+        db: options.db,
+        verificationUri: `${config.baseURL}/device`,
+        expiresIn: config.deviceCodeExpiresIn,
+        interval: config.devicePollInterval,
+      }),
+    ],
   });
 
   await app.register(errorHandlerPlugin);
@@ -80,7 +90,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, ...(options.guardedPages ?? [])] });
+  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), ...(options.guardedPages ?? [])] });
   return app;
 }
 
