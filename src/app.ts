@@ -17,14 +17,17 @@ import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-aut
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
+import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
 import { guardedPagesPlugin, pagesPlugin, type GuardedPagePlugin } from "./web/index.js";
+import { devicePage } from "./web/routes/device-page.js";
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -68,7 +71,15 @@ export async function buildApp(options: BuildAppOptions) {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
-    plugins: config.edgeSso ? [edgeSso(config.edgeSso)] : [],
+    plugins: [
+      ...(config.edgeSso ? [edgeSso(config.edgeSso)] : []),
+      ...hostDeviceAuthorization({
+        db: options.db,
+        verificationUri: `${config.baseURL}/device`,
+        expiresIn: config.deviceCodeExpiresIn,
+        interval: config.devicePollInterval,
+      }),
+    ],
   });
 
   await app.register(routeInventoryPlugin);
@@ -82,11 +93,12 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(sessionPlugin);
   await app.register(apiTokenRoutes);
   await app.register(hostPlugin);
+  await app.register(mcpPlugin);
   await app.register(meRoutes);
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, ...(options.guardedPages ?? [])] });
+  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), ...(options.guardedPages ?? [])] });
   return app;
 }
 

@@ -54,6 +54,11 @@ declare module "fastify" {
      * token, scoped or not, never opens one (it would read pending diffs and revoke the user's tokens).
      */
     fetchSession(): Promise<UiSession | null>;
+    /**
+     * The API token this request resolved to (id and scopes), or null for a cookie or anonymous
+     * request: for callers that must tell a token from a browser, or name the token in a log.
+     */
+    getApiToken(): Promise<{ id: string; scopes: string[] } | null>;
   }
 }
 
@@ -157,6 +162,10 @@ export const sessionPlugin = fp(
       const session = await this.getSession();
       return session?.session ? toUiSession(session) : null;
     }
+    async function getApiToken(this: FastifyRequest) {
+      const { session, tokenScopes, tokenId } = await resolveOnce(this);
+      return session && session.session === null && tokenScopes && tokenId ? { id: tokenId, scopes: tokenScopes } : null;
+    }
 
     fastify.decorateRequest(kReply, null);
     fastify.decorateRequest(kResolution, null);
@@ -164,6 +173,7 @@ export const sessionPlugin = fp(
     fastify.decorateRequest("requireSession", requireSession);
     fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
     fastify.decorateRequest("fetchSession", fetchSession);
+    fastify.decorateRequest("getApiToken", getApiToken);
     fastify.decorate("tetherApiTokens", {
       create: (input) => createApiToken(db, input),
       list: (userId) => listApiTokens(db, userId),
