@@ -3,6 +3,7 @@ import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
+import * as accounts from "./0060_accounts.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -15,6 +16,11 @@ export const authMigrations: Record<string, Migration> = {
   "0002_session_invalidation": sessionInvalidation,
 };
 
+/** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
+export const accountMigrations: Record<string, Migration> = {
+  "0060_accounts": accounts,
+};
+
 /** The device host connector's tables (devices, pairing codes, proposals, audit log). */
 export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
@@ -24,4 +30,5 @@ export const hostMigrations: Record<string, Migration> = {
 export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
+  ...accountMigrations,
 };

@@ -15,6 +15,10 @@ export interface AppConfig {
   dataDir: string;
   trustProxy: boolean | string | number;
   edgeSso: EdgeSsoConfig | undefined;
+  /** Passkey registration and sign-in (`PASSKEYS_ENABLED`). */
+  passkeysEnabled: boolean;
+  /** Per-account guessing protection: `SIGN_IN_LOCKOUT_ATTEMPTS` failures within `SIGN_IN_LOCKOUT_SECONDS`. */
+  signInLockout: { maxFailures: number; windowSeconds: number };
 }
 
 export interface EdgeSsoConfig {
@@ -85,6 +89,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
 
   const edgeSso = flag("SSO_ENABLED") ? loadEdgeSso(env, problems, flag) : undefined;
+  const passkeysEnabled = flag("PASSKEYS_ENABLED");
+  const signInLockout = {
+    maxFailures: parseCount(env, "SIGN_IN_LOCKOUT_ATTEMPTS", 5, problems),
+    windowSeconds: parseCount(env, "SIGN_IN_LOCKOUT_SECONDS", 900, problems),
+  };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -99,7 +108,20 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     edgeSso,
+    passkeysEnabled,
+    signInLockout,
   };
+}
+
+/** A positive whole number setting, or `fallback` when unset. */
+function parseCount(env: Env, name: string, fallback: number, problems: string[]): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) {
+    problems.push(`${name}=${env[name]} is not a positive whole number`);
+    return fallback;
+  }
+  return Number(raw);
 }
 
 function loadEdgeSso(env: Env, problems: string[], flag: (name: string) => boolean): EdgeSsoConfig {
