@@ -16,6 +16,7 @@ export interface Database {
   host_audit: HostAuditTable;
   twoFactor: TwoFactorTable;
   passkey: PasskeyTable;
+  mcp_setting: McpSettingTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -165,6 +166,8 @@ export interface HostAuditTable {
   outcome: string;
   error_code: string | null;
   duration_ms: number | null;
+  /** The credential that made the call, e.g. `token:<id>` or `oauth:<client id>` (MCP calls). */
+  credential: ColumnType<string | null, string | null | undefined, string | null>;
   at: Generated<Date>;
   ip_address: ColumnType<string | null, string | null | undefined, string | null>;
   user_agent: ColumnType<string | null, string | null | undefined, string | null>;
@@ -196,6 +199,12 @@ export interface PasskeyTable {
   transports: string | null;
   createdAt: Timestamp | null;
   aaguid: string | null;
+}
+
+export interface McpSettingTable {
+  user_id: string;
+  allow_actions: boolean;
+  updated_at: Generated<Date>;
 }
 
 export type HostDeviceRow = Selectable<HostDeviceTable>;

@@ -64,6 +64,7 @@ export const ActivityEntrySchema = Type.Object({
   user: Nullable(Type.Object({ id: Type.String(), name: Type.String(), email: Type.String() })),
   device: Nullable(Type.Object({ id: Type.String(), name: Type.String() })),
   tool: Nullable(Type.String()),
+  credential: Nullable(Type.String()),
 });
 const ActivityPageSchema = Type.Object({ entries: Type.Array(ActivityEntrySchema), nextCursor: Nullable(Type.String()) });
 export type ActivityPageJson = Static<typeof ActivityPageSchema>;

@@ -31,6 +31,8 @@ export interface ActivityView {
   user: { id: string; name: string; email: string } | null;
   device: { id: string; name: string } | null;
   tool: string | null;
+  /** The credential a call was made with (`token:<id>`, `oauth:<client>`), when one was. */
+  credential: string | null;
 }
 
 export interface ActivityPage {
@@ -57,6 +59,7 @@ export async function listActivity(db: Kysely<Database>, query: ActivityQuery): 
       "a.user_agent",
       "a.detail",
       "a.tool",
+      "a.credential",
       "a.user_id",
       "u.name as user_name",
       "u.email as user_email",
@@ -86,6 +89,7 @@ export async function listActivity(db: Kysely<Database>, query: ActivityQuery): 
       user: row.user_id && row.user_name !== null && row.user_email !== null ? { id: row.user_id, name: row.user_name, email: row.user_email } : null,
       device: row.device_id && row.device_name !== null ? { id: row.device_id, name: row.device_name } : null,
       tool: row.tool,
+      credential: row.credential,
     })),
     nextCursor: rows.length > limit ? String(page[page.length - 1]!.id) : null,
   };
