@@ -4,6 +4,9 @@ import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
 import * as hostInvalidation from "./0030_host_invalidation.js";
+import * as mcp from "./0040_mcp.js";
+import * as deviceAuthorization from "./0050_device_authorization.js";
+import * as accounts from "./0060_accounts.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -16,14 +19,27 @@ export const authMigrations: Record<string, Migration> = {
   "0002_session_invalidation": sessionInvalidation,
 };
 
-/** The device host connector's tables (devices, pairing codes, proposals, audit log). */
+/** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
+export const accountMigrations: Record<string, Migration> = {
+  "0060_accounts": accounts,
+};
+
+/** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
 export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
   "0030_host_invalidation": hostInvalidation,
+  "0050_device_authorization": deviceAuthorization,
+};
+
+/** The MCP server's additions (the audit log's credential, the per-user MCP settings); after the host's. */
+export const mcpMigrations: Record<string, Migration> = {
+  "0040_mcp": mcp,
 };
 
 /** Every migration the example app runs. */
 export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
+  ...mcpMigrations,
+  ...accountMigrations,
 };

@@ -7,13 +7,15 @@ import type { AuditRow } from "../audit/audit-plugin.js";
 /** The host audit log: every call and every decision, with who asked and how it ended. */
 
 export type AuditEvent = "pair" | "enroll" | "revoke" | "call" | "propose" | "approve" | "apply" | "reject";
-/** Who asked: a browser session, an API token, the chat assistant, or the device itself. */
-export type AuditActor = "session" | "token" | "assistant" | "device";
+/** Who asked: a browser session, an API token, the chat assistant, an MCP client, or the device itself. */
+export type AuditActor = "session" | "token" | "assistant" | "mcp" | "device";
 
 export interface AuditEntry {
   userId: string;
   event: AuditEvent;
   actor: AuditActor;
+  /** Which credential, when the actor holds one (`token:<id>`, `oauth:<client id>`). */
+  credential?: string | null;
   deviceId?: string | null;
   proposalId?: string | null;
   tool?: string | null;
@@ -39,6 +41,7 @@ export function record(writer: BatchWriter<AuditRow>, entry: AuditEntry): void {
     outcome: entry.outcome,
     error_code: entry.errorCode ?? null,
     duration_ms: entry.durationMs === undefined || entry.durationMs === null ? null : Math.round(entry.durationMs),
+    credential: entry.credential ?? null,
   });
 }
 

@@ -1,10 +1,21 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { badRequest, HttpError } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
 import { HostError, rethrowAsHttpError } from "./errors.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
+import {
+  duplicateToolName,
+  EnrollBodySchema,
+  HelloBodySchema,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  CallOutcomeSchema,
+  ResultBodySchema,
+  ResultParamsSchema,
+  StreamEvent,
+  type HelloReply,
+  type ReadyEvent,
+} from "../../protocol/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
 import { openSseStream } from "./sse-channel.js";
@@ -22,50 +33,6 @@ export interface DeviceRoutesOptions {
   keepAliveMs: number;
 }
 
-const ToolSchema = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9_.:-]+$" }),
-    description: Type.String({ maxLength: 8192 }),
-    inputSchema: Type.Record(Type.String(), Type.Unknown()),
-    class: Type.Union([Type.Literal("read"), Type.Literal("mutate"), Type.Literal("action")]),
-  },
-  { additionalProperties: false },
-);
-
-const HelloSchema = Type.Object(
-  {
-    tools: Type.Array(ToolSchema, { maxItems: 256 }),
-    roots: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 64 }),
-    agent: Type.Optional(Type.String({ maxLength: 200 })),
-  },
-  { additionalProperties: false },
-);
-
-const EnrollSchema = Type.Object(
-  {
-    code: Type.String({ minLength: 1, maxLength: 64 }),
-    name: Type.String({ minLength: 1, maxLength: 100 }),
-    platform: Type.String({ minLength: 1, maxLength: 100 }),
-  },
-  { additionalProperties: false },
-);
-
-const CallId = Type.String({ minLength: 1, maxLength: 100 });
-const Outcome = Type.Object(
-  { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
-  { additionalProperties: false },
-);
-/** `POST /api/host/result/:callId`: the call id is in the path, so it is checked before the body is read. */
-const ResultParams = Type.Object({ callId: CallId });
-const OutcomeSchema = Type.Union([
-  Type.Object({ ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
-  Type.Object({ ok: Type.Literal(false), error: Outcome }, { additionalProperties: false }),
-]);
-/** The first devices' `POST /api/host/result`, id in the body: still served, bounded by the largest limit. */
-const LegacyResultSchema = Type.Union([
-  Type.Object({ id: CallId, ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
-  Type.Object({ id: CallId, ok: Type.Literal(false), error: Outcome }, { additionalProperties: false }),
-]);
 
 /** Every device-facing request names the protocol version it speaks; the one check for it. */
 function checkProtocol(request: FastifyRequest): void {
@@ -92,7 +59,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
   fastify.post(
     "/api/host/enroll",
     {
-      schema: { body: EnrollSchema },
+      schema: { body: EnrollBodySchema },
       // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
       onRequest: async (request, reply) => {
         checkProtocol(request);
@@ -129,13 +96,10 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       request.tetherDevice = verdict.device;
     });
 
-    authenticated.post("/api/host/hello", { schema: { body: HelloSchema } }, async (request) => {
+    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema } }, async (request) => {
       const device = request.tetherDevice!;
-      const names = new Set<string>();
-      for (const tool of request.body.tools) {
-        if (names.has(tool.name)) throw badRequest("INVALID_INPUT", `body: tool "${tool.name}" is announced twice`);
-        names.add(tool.name);
-      }
+      const twice = duplicateToolName(request.body.tools);
+      if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
       await service.hello(device, request.body);
       const reply: HelloReply = { protocol: PROTOCOL_VERSION, deviceId: device.id, name: device.name };
       return reply;
@@ -153,7 +117,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       });
     });
 
-    authenticated.post("/api/host/result", { schema: { body: LegacyResultSchema }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
+    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
       await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
     });
@@ -169,7 +133,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       results.withTypeProvider<TypeBoxTypeProvider>().post(
         "/api/host/result/:callId",
         {
-          schema: { params: ResultParams, body: OutcomeSchema },
+          schema: { params: ResultParamsSchema, body: CallOutcomeSchema },
           bodyLimit: MAX_RESULT_BODY,
           // Before a byte of the body is read: is this call awaited from this device, and how large may its result be?
           preParsing: async (request, _reply, payload) => {

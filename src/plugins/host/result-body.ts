@@ -1,4 +1,4 @@
-import type { AnnouncedTool } from "./protocol.js";
+import type { ToolClass } from "../../protocol/index.js";
 
 /**
  * Bounds on a device's result body, by the class of the tool that was called (known from the call
@@ -6,7 +6,7 @@ import type { AnnouncedTool } from "./protocol.js";
  * (or 1000 directory entries, 200 grep lines of 1 KB), which JSON escaping can grow a few times; a
  * plan carries a diff of the same order; an action answers a few fields.
  */
-export const RESULT_BODY_LIMITS: Record<AnnouncedTool["class"], number> = {
+export const RESULT_BODY_LIMITS: Record<ToolClass, number> = {
   read: 8 * 1024 * 1024,
   mutate: 8 * 1024 * 1024,
   action: 256 * 1024,
