@@ -63,7 +63,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
       onRequest: async (request, reply) => {
         checkProtocol(request);
-        const retryAfter = await options.enrollLimiter.hit(request.ip);
+        const retryAfter = await options.enrollLimiter.hit(request.ip).catch(() => {
+          throw new HostError("RATE_LIMIT_UNAVAILABLE", "Enrollment is unavailable for a moment (the shared rate limit cannot be checked); try again shortly");
+        });
         if (retryAfter > 0) {
           reply.header("retry-after", String(retryAfter));
           throw new HostError("RATE_LIMITED", `Too many enrollment attempts from this address; try again in ${retryAfter} s`);
@@ -74,7 +76,8 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       const { code, name, platform } = request.body;
       const enrolled = await service.enroll({ code, name: name.trim() || "device", platform: platform.trim() || "unknown" });
       // Only failed attempts count against the address: a person pairing several machines is fine.
-      await options.enrollLimiter.refund(request.ip);
+      // A refund that fails only leaves one extra count in the window.
+      await options.enrollLimiter.refund(request.ip).catch((error: unknown) => request.log.warn({ err: error }, "enroll rate limit refund failed"));
       return reply.code(201).send(enrolled);
     },
   );

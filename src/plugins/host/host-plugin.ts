@@ -1,9 +1,11 @@
 import fp from "fastify-plugin";
+import { Redis } from "ioredis";
 import { onUserChanged } from "../auth/user-admin.js";
 import { DeviceCache, HOST_INVALIDATION_CHANNEL } from "./device-cache.js";
 import { deviceRoutes } from "./device-routes.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
-import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
+import { createRateLimiter, createRedisRateLimiter, type RateLimiter } from "./rate-limit.js";
+import { createRedisDispatcher } from "./redis-dispatcher.js";
 import { createHostService, type HostService } from "./service.js";
 import { userRoutes } from "./user-routes.js";
 
@@ -16,9 +18,12 @@ declare module "fastify" {
 
 export interface HostPluginOptions {
   /**
-   * Another dispatcher backend; defaults to the in-memory one (single replica). For several replicas
-   * pass `createRedisDispatcher(...)` (the example app does when REDIS_URL is set). The plugin closes it.
+   * Run as one of several replicas: the dispatcher (calls, results, presence, revocations) and the
+   * enrollment rate limit are shared through this Redis (the example app passes REDIS_URL). Without
+   * it, one replica: both live in this process's memory.
    */
+  redis?: { url: string; prefix?: string };
+  /** Another dispatcher backend (overrides `redis`); the plugin closes it. */
   dispatcher?: Dispatcher;
   /** Keep-alive comment interval on device streams (default 15 s). */
   keepAliveMs?: number;
@@ -31,8 +36,6 @@ export interface HostPluginOptions {
    * per window; default 10 a minute, after which the address is refused until the window ends.
    */
   enrollRateLimit?: { max: number; windowMs: number };
-  /** Where the enrollment counts live; defaults to this process's memory (pass a Redis one for several replicas). */
-  enrollLimiter?: RateLimiter;
 }
 
 /**
@@ -43,7 +46,18 @@ export interface HostPluginOptions {
  */
 export const hostPlugin = fp<HostPluginOptions>(
   async (fastify, options) => {
-    const dispatcher = options.dispatcher ?? createMemoryDispatcher({ defaultTimeoutMs: options.callTimeoutMs ?? 30_000 });
+    const defaultTimeoutMs = options.callTimeoutMs ?? 30_000;
+    const prefix = options.redis?.prefix ?? "tether:host:";
+    const dispatcher =
+      options.dispatcher ??
+      (options.redis
+        ? createRedisDispatcher({ url: options.redis.url, prefix, defaultTimeoutMs, onError: (error) => fastify.log.warn({ err: error }, "host dispatcher (Redis)") })
+        : createMemoryDispatcher({ defaultTimeoutMs }));
+    const limit = options.enrollRateLimit ?? { max: 10, windowMs: 60_000 };
+    // Its own connection, without an offline queue: with Redis away an enrollment fails at once (503).
+    const limiterRedis = options.redis ? new Redis(options.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;
+    limiterRedis?.on("error", () => {}); // reported by the dispatcher's connections already
+    const enrollLimiter: RateLimiter = limiterRedis ? createRedisRateLimiter(limiterRedis, { ...limit, prefix: `${prefix}enroll:` }) : createRateLimiter(limit);
     const cache = fastify.tetherDbListen ? new DeviceCache() : undefined;
     const service = createHostService({
       db: fastify.tetherDb,
@@ -78,11 +92,12 @@ export const hostPlugin = fp<HostPluginOptions>(
     });
     fastify.addHook("onClose", async () => {
       cache?.suspend();
+      limiterRedis?.disconnect();
       await subscription?.close();
     });
 
     await fastify.register(deviceRoutes, {
-      enrollLimiter: options.enrollLimiter ?? createRateLimiter(options.enrollRateLimit ?? { max: 10, windowMs: 60_000 }),
+      enrollLimiter,
       keepAliveMs: options.keepAliveMs ?? 15_000,
     });
     await fastify.register(userRoutes);

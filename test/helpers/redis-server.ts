@@ -1,0 +1,57 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { Redis } from "ioredis";
+import type { Test } from "tap";
+import { freePort } from "./app.js";
+
+export interface OwnRedis {
+  url: string;
+  port: number;
+  /** Stops the server (SIGTERM, awaited): clients see Redis go away. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port, empty. */
+  start(): Promise<void>;
+}
+
+/**
+ * A Redis server of the test's own (`redis-server` on a free port, no persistence), so a test can stop
+ * and restart it without touching the shared one. Ended by its PID in `t.teardown`, even on failure.
+ */
+export async function startOwnRedis(t: Test): Promise<OwnRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+
+  const start = async () => {
+    const started = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+    child = started;
+    const probe = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on("error", () => {});
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        await probe.connect();
+        await probe.ping();
+        probe.disconnect();
+        return;
+      } catch {
+        if (started.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
+        probe.disconnect();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  };
+
+  const stop = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once("exit", resolve));
+    running.kill("SIGTERM");
+    await exited;
+  };
+
+  await start();
+  t.teardown(async () => {
+    if (child && child.exitCode === null) child.kill("SIGKILL");
+  });
+  return { url: `redis://127.0.0.1:${port}`, port, stop, start };
+}
