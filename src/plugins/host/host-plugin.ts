@@ -48,11 +48,10 @@ export const hostPlugin = fp<HostPluginOptions>(
   async (fastify, options) => {
     const defaultTimeoutMs = options.callTimeoutMs ?? 30_000;
     const prefix = options.redis?.prefix ?? "tether:host:";
-    const dispatcher =
-      options.dispatcher ??
-      (options.redis
-        ? createRedisDispatcher({ url: options.redis.url, prefix, defaultTimeoutMs, onError: (error) => fastify.log.warn({ err: error }, "host dispatcher (Redis)") })
-        : createMemoryDispatcher({ defaultTimeoutMs }));
+    const onError = (error: unknown) => fastify.log.warn({ err: error }, "host dispatcher (Redis)");
+    const shared = !options.dispatcher && options.redis ? createRedisDispatcher({ url: options.redis.url, prefix, defaultTimeoutMs, onError }) : undefined;
+    if (shared) fastify.log.info({ replica: shared.replicaId }, "host: one of several replicas, dispatching through Redis");
+    const dispatcher = options.dispatcher ?? shared ?? createMemoryDispatcher({ defaultTimeoutMs });
     const limit = options.enrollRateLimit ?? { max: 10, windowMs: 60_000 };
     // Its own connection, without an offline queue: with Redis away an enrollment fails at once (503).
     const limiterRedis = options.redis ? new Redis(options.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }) : undefined;

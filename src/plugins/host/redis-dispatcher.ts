@@ -56,7 +56,7 @@ interface RemoteCall {
  * - Redis unreachable: `available()` is false, calls fail at once (`DISPATCH_UNAVAILABLE`), streams
  *   held here are closed (`shutdown`) so devices reconnect once Redis is back; recovery is automatic.
  */
-export function createRedisDispatcher(options: RedisDispatcherOptions): Dispatcher {
+export function createRedisDispatcher(options: RedisDispatcherOptions): Dispatcher & { readonly replicaId: string } {
   const me = randomUUID();
   const names = redisNames(options.prefix ?? "tether:host:");
   const heartbeatMs = options.heartbeatMs ?? 1_000;
@@ -309,6 +309,9 @@ export function createRedisDispatcher(options: RedisDispatcherOptions): Dispatch
   }
 
   return {
+    /** This replica's id in Redis (logged at start: it names the holder in presence keys). */
+    replicaId: me,
+
     async connect(device, tools, channel) {
       const connection = await local.connect(device, tools, channel);
       await claims.get(device.id)?.catch(() => {});
