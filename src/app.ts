@@ -13,7 +13,7 @@ import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
-import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { redisRateLimitStorage } from "./plugins/auth/redis-storage.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
@@ -30,7 +30,7 @@ export interface BuildAppOptions {
   listen?: NotificationSource;
   /** better-auth's secret (from the environment, or generated once into the data directory). */
   secret: string;
-  /** Shared store for rate-limit counters and session lookups across instances. */
+  /** Shared store for rate-limit counters across instances (sessions stay in the database). */
   redis?: Redis;
   logger?: FastifyServerOptions["logger"];
   /** Further signed-in pages; each inherits the route guard (see src/web/guard.ts). */
@@ -43,8 +43,21 @@ export interface BuildAppOptions {
  */
 export async function buildApp(options: BuildAppOptions) {
   const { config } = options;
+  const { limits } = config;
   const app = Fastify({
     logger: options.logger ?? false,
+    // Slow clients: a request must arrive in full within requestTimeout (headers within
+    // headersTimeout), checked every second rather than Node's 30 s; idle sockets and keep-alive
+    // connections close. Event streams (hijacked replies) exempt themselves (sse-channel.ts).
+    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: limits.connectionTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
+    http: {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
     // A hop count is valid at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as FastifyServerOptions["trustProxy"],
     bodyLimit: 1024 * 1024,
@@ -53,13 +66,15 @@ export async function buildApp(options: BuildAppOptions) {
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
+
   const auth = createAuth({
     db: options.db,
     baseURL: config.baseURL,
     secret: options.secret,
     trustedOrigins: config.trustedOrigins,
     rateLimit: config.production,
-    ...(options.redis ? { secondaryStorage: redisSecondaryStorage(options.redis) } : {}),
+    ...(options.redis ? { rateLimitStorage: redisRateLimitStorage(options.redis) } : {}),
     sendResetPassword: (message: ResetPasswordMessage) => {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");

@@ -1,9 +1,11 @@
-import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type SecondaryStorage } from "better-auth";
+import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type BetterAuthRateLimitStorage } from "better-auth";
 import { APIError } from "better-auth/api";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
 
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
+import { databaseOutagePlugin } from "./outage.js";
+import { userChangeHooks } from "./user-changes.js";
 
 export interface ResetPasswordMessage {
   user: { id: string; email: string; name: string };
@@ -18,8 +20,11 @@ export interface CreateAuthOptions {
   secret: string;
   /** Further trusted origins (already validated origins). */
   trustedOrigins?: string[];
-  /** Shared store for rate-limit counters (and session lookups). Per-process memory when omitted. */
-  secondaryStorage?: SecondaryStorage;
+  /**
+   * Shared store for rate-limit counters (`redisRateLimitStorage`). Per-process memory when omitted.
+   * Sessions never go there: the database is their one source of truth.
+   */
+  rateLimitStorage?: BetterAuthRateLimitStorage;
   /** Password-reset delivery. When omitted, reset links are generated but never delivered. */
   sendResetPassword?: (message: ResetPasswordMessage) => Promise<void> | void;
   /** Rate limiting; the example app turns it on exactly when NODE_ENV=production. */
@@ -37,6 +42,7 @@ export const SESSION_UPDATE_AGE_SECONDS = 24 * 60 * 60;
  * and hands the result to the `tether-auth` plugin.
  */
 export function createAuth(options: CreateAuthOptions) {
+  const userChanges = userChangeHooks();
   const authOptions = {
     appName: "Tether",
     baseURL: options.baseURL,
@@ -44,13 +50,15 @@ export function createAuth(options: CreateAuthOptions) {
     secret: options.secret,
     trustedOrigins: [options.baseURL, ...(options.trustedOrigins ?? [])],
     database: { db: options.db, type: "postgres", transaction: true },
-    ...(options.secondaryStorage ? { secondaryStorage: options.secondaryStorage } : {}),
     telemetry: { enabled: false },
     emailAndPassword: {
       enabled: true,
       minPasswordLength: 8,
       autoSignIn: true,
       revokeSessionsOnPasswordReset: true,
+      // This process's session cache forgets the user before the response leaves (other processes
+      // hear of the deleted sessions from the database).
+      onPasswordReset: async ({ user }) => userChanges.onPasswordReset(user),
       sendResetPassword: async ({ user, url, token }) => {
         await options.sendResetPassword?.({ user: { id: user.id, email: user.email, name: user.name }, url, token });
       },
@@ -64,15 +72,15 @@ export function createAuth(options: CreateAuthOptions) {
     session: {
       expiresIn: SESSION_EXPIRES_IN_SECONDS,
       updateAge: SESSION_UPDATE_AGE_SECONDS,
-      // Tether resolves sessions itself with one SQL query, so rows must stay in the database even
-      // when a secondary store is configured.
-      storeSessionInDatabase: true,
     },
     rateLimit: {
       enabled: options.rateLimit ?? false,
       window: 60,
       max: 100,
+      ...(options.rateLimitStorage ? { customStorage: options.rateLimitStorage } : {}),
       customRules: {
+        // Never counted, so signing out needs no rate-limit store and works through a Redis outage.
+        "/sign-out": false,
         "/sign-in/*": { window: 60, max: 10 },
         "/sign-up/*": { window: 60, max: 10 },
         "/request-password-reset": { window: 60, max: 5 },
@@ -99,9 +107,13 @@ export function createAuth(options: CreateAuthOptions) {
         },
       },
     },
-    plugins: [...(options.plugins ?? [])],
+    // Errors that are not better-auth's own (a database outage) reach Fastify's error handler.
+    onAPIError: { throw: true },
+    plugins: [userChanges.plugin, databaseOutagePlugin, ...(options.plugins ?? [])],
   } satisfies BetterAuthOptions;
-  return betterAuth(authOptions);
+  const auth = betterAuth(authOptions);
+  userChanges.adopt(auth);
+  return auth;
 }
 
 export type Auth = ReturnType<typeof createAuth>;
