@@ -3,11 +3,17 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
-import { listenWithPg, listenWithPglite, type NotificationSource } from "./notifications.js";
+import { listenWithPg, listenWithPglite, type HeartbeatOptions, type NotificationSource } from "./notifications.js";
 import type { Database } from "./schema.js";
 
 export type DatabaseTarget =
-  | { kind: "postgres"; url: string; schema?: string }
+  | {
+      kind: "postgres";
+      url: string;
+      schema?: string;
+      /** The LISTEN connection's heartbeat (defaults: every 1 s, bound 5 s); see notifications.ts. */
+      listenHeartbeat?: HeartbeatOptions;
+    }
   | { kind: "pglite"; dataDir: string }
   | { kind: "pglite-memory" };
 
@@ -53,7 +59,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
       for (const listener of listeners) listener(error);
     });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    const listen = listenWithPg({ connectionString: target.url, application_name: LISTEN_APPLICATION_NAME });
+    const listen = listenWithPg({ connectionString: target.url, application_name: LISTEN_APPLICATION_NAME }, target.listenHeartbeat);
     return { db, kind: target.kind, listen, onConnectionError: (listener) => listeners.add(listener), close: () => db.destroy() };
   }
   let dataDir: string | undefined;
