@@ -3,6 +3,7 @@ import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
+import * as mcp from "./0040_mcp.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -20,8 +21,14 @@ export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
 };
 
+/** The MCP server's additions (the audit log's credential, the per-user MCP settings); after the host's. */
+export const mcpMigrations: Record<string, Migration> = {
+  "0040_mcp": mcp,
+};
+
 /** Every migration the example app runs. */
 export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
+  ...mcpMigrations,
 };

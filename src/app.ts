@@ -16,6 +16,7 @@ import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisRateLimitStorage } from "./plugins/auth/redis-storage.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
+import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
@@ -91,6 +92,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(sessionPlugin);
   await app.register(apiTokenRoutes);
   await app.register(hostPlugin);
+  await app.register(mcpPlugin);
   await app.register(meRoutes);
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);

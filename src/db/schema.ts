@@ -14,6 +14,7 @@ export interface Database {
   host_pairing_code: HostPairingCodeTable;
   host_proposal: HostProposalTable;
   host_audit: HostAuditTable;
+  mcp_setting: McpSettingTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -160,7 +161,15 @@ export interface HostAuditTable {
   outcome: string;
   error_code: string | null;
   duration_ms: number | null;
+  /** The credential that made the call, e.g. `token:<id>` or `oauth:<client id>` (MCP calls). */
+  credential: ColumnType<string | null, string | null | undefined, string | null>;
   at: Generated<Date>;
+}
+
+export interface McpSettingTable {
+  user_id: string;
+  allow_actions: boolean;
+  updated_at: Generated<Date>;
 }
 
 export type HostDeviceRow = Selectable<HostDeviceTable>;

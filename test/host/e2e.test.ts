@@ -1,60 +1,18 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile, mkdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import t from "tap";
-import { buildHost } from "../../scripts/build-host.js";
-import { IN_CI, openTestDatabase } from "../helpers/database.js";
+import { openTestDatabase } from "../helpers/database.js";
+import { builtExecutable, startHost as startExecutable } from "./executable.js";
 import { eventually, json, signedIn, startHostServer } from "./helpers.js";
 
 /**
  * The real thing: the single executable built from bin/host.ts (reused when newer than its sources),
  * run as a separate process against the real server over loopback.
  */
-let executable: string;
-try {
-  executable = (await buildHost({ ifStale: true, log: (line) => t.comment(line) })).executable;
-} catch (error) {
-  if (IN_CI) throw error;
-  t.comment(`skipping: the executable could not be built here (${(error as Error).message})`);
-  t.end();
-  process.exit(0);
-}
-
-interface HostProcess {
-  child: ChildProcess;
-  stderr: string[];
-  exited: Promise<number | null>;
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
-}
-
-function startHost(env: Record<string, string>, cwd: string): HostProcess {
-  const child = spawn(executable, [], {
-    cwd,
-    // A clean environment: only what the device needs.
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: cwd, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const stderr: string[] = [];
-  let buffer = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-    buffer += chunk;
-    const lines = buffer.split("\n");
-    buffer = lines.pop()!;
-    stderr.push(...lines);
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return {
-    child,
-    stderr,
-    exited,
-    async waitFor(pattern, timeoutMs = 20_000) {
-      let found: string | undefined;
-      await eventually(() => (found = stderr.find((line) => pattern.test(line))) !== undefined, timeoutMs, `a line matching ${pattern} (got: ${stderr.join(" | ")})`);
-      return found!;
-    },
-  };
-}
+const executable = await builtExecutable(t);
+const startHost = (env: Record<string, string>, cwd: string) => startExecutable(executable, env, cwd);
 
 t.test("the device executable end to end", async (t) => {
   const outer = t;

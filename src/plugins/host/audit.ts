@@ -5,13 +5,15 @@ import type { Database } from "../../db/schema.js";
 /** The host audit log: every call and every decision, with who asked and how it ended. */
 
 export type AuditEvent = "pair" | "enroll" | "revoke" | "call" | "propose" | "approve" | "apply" | "reject";
-/** Who asked: a browser session, an API token, the chat assistant, or the device itself. */
-export type AuditActor = "session" | "token" | "assistant" | "device";
+/** Who asked: a browser session, an API token, the chat assistant, an MCP client, or the device itself. */
+export type AuditActor = "session" | "token" | "assistant" | "mcp" | "device";
 
 export interface AuditEntry {
   userId: string;
   event: AuditEvent;
   actor: AuditActor;
+  /** Which credential, when the actor holds one (`token:<id>`, `oauth:<client id>`). */
+  credential?: string | null;
   deviceId?: string | null;
   proposalId?: string | null;
   tool?: string | null;
@@ -38,6 +40,7 @@ export async function record(db: Kysely<Database>, entry: AuditEntry): Promise<v
       outcome: entry.outcome,
       error_code: entry.errorCode ?? null,
       duration_ms: entry.durationMs === undefined || entry.durationMs === null ? null : Math.round(entry.durationMs),
+      credential: entry.credential ?? null,
     })
     .execute();
 }

@@ -10,7 +10,7 @@ import { HostError } from "./errors.js";
 import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing-codes.js";
 import * as proposals from "./proposals.js";
 import type { Proposal } from "./proposals.js";
-import type { AnnouncedTool, HelloBody, ResultBody } from "./protocol.js";
+import type { AnnouncedTool, HelloBody, ResultBody } from "../../protocol/index.js";
 
 /**
  * The host connector's use cases, between the routes (thin, HTTP) and the dispatcher and
@@ -55,6 +55,8 @@ export type WatchTopic = "devices" | "proposals";
 export interface Caller {
   userId: string;
   actor: AuditActor;
+  /** The credential behind the call, for the audit log (see audit.ts). */
+  credential?: string;
 }
 
 export interface CallRequest {
@@ -208,7 +210,7 @@ export function createHostService(options: HostServiceOptions): HostService {
         throw new HostError("NOT_A_READ_TOOL", `"${tool.name}" is a ${tool.class} tool; only ${request.requireClass} tools are allowed here`);
       }
       const started = performance.now();
-      const entry = { userId: caller.userId, deviceId: request.deviceId, actor: caller.actor, tool: request.tool, input: request.input };
+      const entry = { userId: caller.userId, deviceId: request.deviceId, actor: caller.actor, credential: caller.credential ?? null, tool: request.tool, input: request.input };
       const mode = tool?.class === "mutate" ? "plan" : "run";
       let result: unknown;
       try {

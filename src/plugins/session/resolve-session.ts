@@ -19,6 +19,8 @@ export interface Resolution {
   session: ResolvedSession | null;
   /** The API token's scopes, for a token caller; null otherwise. */
   tokenScopes: string[] | null;
+  /** The API token's id, for a token caller (audit logs name the credential). */
+  tokenId?: string;
   /** Cookies better-auth set while refreshing or expiring the session; the caller forwards them. */
   setCookies: string[];
 }
@@ -109,7 +111,7 @@ export function createSessionResolver(deps: SessionResolverDeps) {
       // The cached copy is frozen; re-store it with the new time so the next minute writes nothing.
       if (cache) cache.storeToken(hash, { ...stored, lastUsedAt: new Date(now) }, cache.version);
     }
-    return { session: { user: stored.user, session: null }, tokenScopes: stored.scopes, setCookies: [] };
+    return { session: { user: stored.user, session: null }, tokenScopes: stored.scopes, tokenId: stored.tokenId, setCookies: [] };
   }
 
   // Cookie values whose signature already checked out: a returning cookie costs a lookup, not an HMAC.

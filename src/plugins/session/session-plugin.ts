@@ -51,6 +51,11 @@ declare module "fastify" {
     requireSiteAdmin(options?: SessionOptions): Promise<ResolvedSession>;
     /** The UI-safe session, or null. */
     fetchSession(): Promise<UiSession | null>;
+    /**
+     * The API token this request resolved to (id and scopes), or null for a cookie or anonymous
+     * request: for callers that must tell a token from a browser, or name the token in a log.
+     */
+    getApiToken(): Promise<{ id: string; scopes: string[] } | null>;
   }
 }
 
@@ -154,6 +159,10 @@ export const sessionPlugin = fp(
     async function fetchSession(this: FastifyRequest) {
       return toUiSession(await this.getSession());
     }
+    async function getApiToken(this: FastifyRequest) {
+      const { session, tokenScopes, tokenId } = await resolveOnce(this);
+      return session && session.session === null && tokenScopes && tokenId ? { id: tokenId, scopes: tokenScopes } : null;
+    }
 
     fastify.decorateRequest(kReply, null);
     fastify.decorateRequest(kResolution, null);
@@ -161,6 +170,7 @@ export const sessionPlugin = fp(
     fastify.decorateRequest("requireSession", requireSession);
     fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
     fastify.decorateRequest("fetchSession", fetchSession);
+    fastify.decorateRequest("getApiToken", getApiToken);
     fastify.decorate("tetherApiTokens", {
       create: (input) => createApiToken(db, input),
       list: (userId) => listApiTokens(db, userId),

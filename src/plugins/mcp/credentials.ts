@@ -1,0 +1,67 @@
+import type { FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import type { Database } from "../../db/schema.js";
+import { tokenAllows } from "../session/api-tokens.js";
+import { HOST_CALL_SCOPE } from "../host/callers.js";
+import type { Caller } from "../host/service.js";
+import * as store from "./store.js";
+
+/**
+ * Who is calling /mcp. Only bearer credentials count: an `sk_` API token allowing `host:call`, or an
+ * OAuth access token issued to an MCP client (see oauth.ts). A browser's session cookie is refused, so
+ * a page on another site can never drive a user's devices through /mcp.
+ */
+export interface McpCaller extends Caller {
+  /** Whether the credential still works (re-checked while a notification stream stays open). */
+  stillValid(): Promise<boolean>;
+}
+
+/** Why a request is refused: RFC 6750's error codes, sent in `WWW-Authenticate`. */
+export class McpAuthError extends Error {
+  constructor(
+    readonly statusCode: 401 | 403,
+    readonly error: "invalid_request" | "invalid_token" | "insufficient_scope",
+    message: string,
+  ) {
+    super(message);
+    this.name = "McpAuthError";
+  }
+}
+
+/** Verifies a bearer value that is not an `sk_` token (an OAuth access token); null when it is not valid. */
+export type OAuthVerifier = (token: string) => Promise<McpCaller | null>;
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+export async function authenticate(request: FastifyRequest, db: Kysely<Database>, oauth: OAuthVerifier | undefined): Promise<McpCaller> {
+  const header = request.headers.authorization;
+  const bearer = header ? BEARER.exec(header)?.[1] : undefined;
+  if (!bearer) {
+    if (request.headers.cookie && (await request.getSession())?.session) {
+      throw new McpAuthError(401, "invalid_request", "A browser session cannot use /mcp: send an API token or an OAuth access token as a Bearer credential");
+    }
+    throw new McpAuthError(401, "invalid_request", `Send an API token with the "${HOST_CALL_SCOPE}" scope, or an OAuth access token, as a Bearer credential`);
+  }
+  if (bearer.startsWith("sk_")) return apiTokenCaller(request, db);
+  const caller = oauth ? await oauth(bearer) : null;
+  if (!caller) throw new McpAuthError(401, "invalid_token", "This access token is not valid (expired, revoked or unknown)");
+  return caller;
+}
+
+async function apiTokenCaller(request: FastifyRequest, db: Kysely<Database>): Promise<McpCaller> {
+  const session = await request.getSession();
+  // The session plugin resolves a cookie before a token: a request carrying both is a browser's.
+  if (session?.session) throw new McpAuthError(401, "invalid_request", "A browser session cannot use /mcp: send the request without cookies");
+  const token = await request.getApiToken();
+  if (!session || !token) throw new McpAuthError(401, "invalid_token", "This API token is not valid (expired, revoked, or its user is deactivated)");
+  if (!tokenAllows(token.scopes, HOST_CALL_SCOPE)) {
+    throw new McpAuthError(403, "insufficient_scope", `This API token lacks the "${HOST_CALL_SCOPE}" scope`);
+  }
+  const userId = session.user.id;
+  return {
+    userId,
+    actor: "mcp",
+    credential: `token:${token.id}`,
+    stillValid: () => store.apiTokenStillValid(db, userId, token.id),
+  };
+}

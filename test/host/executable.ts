@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import type { Test } from "tap";
+import { buildHost } from "../../scripts/build-host.js";
+import { IN_CI } from "../helpers/database.js";
+import { eventually } from "./helpers.js";
+
+/**
+ * The real device executable built from bin/host.ts (reused when newer than its sources). Outside CI,
+ * a machine that cannot build it skips the calling test file (ends it and exits 0).
+ */
+export async function builtExecutable(t: Test): Promise<string> {
+  try {
+    return (await buildHost({ ifStale: true, log: (line) => t.comment(line) })).executable;
+  } catch (error) {
+    if (IN_CI) throw error;
+    t.comment(`skipping: the executable could not be built here (${(error as Error).message})`);
+    t.end();
+    process.exit(0);
+  }
+}
+
+export interface HostProcess {
+  child: ChildProcess;
+  stderr: string[];
+  exited: Promise<number | null>;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+}
+
+/** Runs the executable as a separate process with a clean environment (only what the device needs). */
+export function startHost(executable: string, env: Record<string, string>, cwd: string): HostProcess {
+  const child = spawn(executable, [], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: cwd, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const stderr: string[] = [];
+  let buffer = "";
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    buffer += chunk;
+    const lines = buffer.split("\n");
+    buffer = lines.pop()!;
+    stderr.push(...lines);
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return {
+    child,
+    stderr,
+    exited,
+    async waitFor(pattern, timeoutMs = 20_000) {
+      let found: string | undefined;
+      await eventually(() => (found = stderr.find((line) => pattern.test(line))) !== undefined, timeoutMs, `a line matching ${pattern} (got: ${stderr.join(" | ")})`);
+      return found!;
+    },
+  };
+}
