@@ -3,6 +3,9 @@ import type { Database } from "../../db/schema.js";
 import type { Auth } from "./create-auth.js";
 import { notifyUserChanged } from "./user-changes.js";
 
+// The registry moved to user-changes.ts (better-auth's hooks report into it too); imported from here still.
+export { notifyUserChanged, onUserChanged } from "./user-changes.js";
+
 export interface UserListing {
   id: string;
   name: string;
