@@ -9,6 +9,7 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
+import { trustedOriginList } from "./http/origins.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
@@ -72,7 +73,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(cookie);
   await app.register(formbody);
   await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
-  await app.register(originGuardPlugin, { trustedOrigins: [config.baseURL, ...config.trustedOrigins] });
+  await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);
   await app.register(apiTokenRoutes);

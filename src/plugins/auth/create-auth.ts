@@ -3,6 +3,7 @@ import { APIError } from "better-auth/api";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
 
+import { trustedOriginList } from "../../http/origins.js";
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
 
 export interface ResetPasswordMessage {
@@ -42,7 +43,7 @@ export function createAuth(options: CreateAuthOptions) {
     baseURL: options.baseURL,
     basePath: "/api/auth",
     secret: options.secret,
-    trustedOrigins: [options.baseURL, ...(options.trustedOrigins ?? [])],
+    trustedOrigins: trustedOriginList(options.baseURL, options.trustedOrigins),
     database: { db: options.db, type: "postgres", transaction: true },
     ...(options.secondaryStorage ? { secondaryStorage: options.secondaryStorage } : {}),
     telemetry: { enabled: false },
