@@ -4,6 +4,7 @@ import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
 import * as mcp from "./0040_mcp.js";
+import * as deviceAuthorization from "./0050_device_authorization.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -16,9 +17,10 @@ export const authMigrations: Record<string, Migration> = {
   "0002_session_invalidation": sessionInvalidation,
 };
 
-/** The device host connector's tables (devices, pairing codes, proposals, audit log). */
+/** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
 export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
+  "0050_device_authorization": deviceAuthorization,
 };
 
 /** The MCP server's additions (the audit log's credential, the per-user MCP settings); after the host's. */

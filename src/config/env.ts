@@ -16,6 +16,11 @@ export interface AppConfig {
   dataDir: string;
   trustProxy: boolean | string | number;
   edgeSso: EdgeSsoConfig | undefined;
+  /** Device authorization (RFC 8628): how long a code lives, and the polling interval devices are told. */
+  deviceCodeExpiresIn: string;
+  devicePollInterval: string;
+  /** Where the device executables offered for download are (`npm run build:host` writes dist/downloads). */
+  downloadsDir: string;
 }
 
 export interface EdgeSsoConfig {
@@ -86,6 +91,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
 
   const edgeSso = flag("SSO_ENABLED") ? loadEdgeSso(env, problems, flag) : undefined;
+  const deviceCodeExpiresIn = duration(env, "DEVICE_CODE_EXPIRES_IN", "10m", problems);
+  const devicePollInterval = duration(env, "DEVICE_POLL_INTERVAL", "5s", problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -100,7 +107,18 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     edgeSso,
+    deviceCodeExpiresIn,
+    devicePollInterval,
+    downloadsDir: path.resolve(env.DOWNLOADS_DIR?.trim() || "./dist/downloads"),
   };
+}
+
+/** A better-auth time string such as `10m`, `5s` or `1500ms`. */
+function duration(env: Env, name: string, fallback: string, problems: string[]): string {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+(ms|s|m|h)$/.test(raw)) problems.push(`${name}=${raw} is not a duration (like 10m, 5s or 1500ms)`);
+  return raw;
 }
 
 function loadEdgeSso(env: Env, problems: string[], flag: (name: string) => boolean): EdgeSsoConfig {

@@ -49,7 +49,10 @@ declare module "fastify" {
     requireSession(options?: SessionOptions): Promise<ResolvedSession>;
     /** The session of a site admin, or a thrown 302 (anonymous) / 403 `Forbidden` (not an admin). */
     requireSiteAdmin(options?: SessionOptions): Promise<ResolvedSession>;
-    /** The UI-safe session, or null. */
+    /**
+     * The UI-safe session of a browser (a cookie session), or null. Pages are for browsers: an API
+     * token, scoped or not, never opens one (it would read pending diffs and revoke the user's tokens).
+     */
     fetchSession(): Promise<UiSession | null>;
     /**
      * The API token this request resolved to (id and scopes), or null for a cookie or anonymous
@@ -160,7 +163,8 @@ export const sessionPlugin = fp(
       return session;
     }
     async function fetchSession(this: FastifyRequest) {
-      return toUiSession(await this.getSession());
+      const session = await this.getSession();
+      return session?.session ? toUiSession(session) : null;
     }
     async function getApiToken(this: FastifyRequest) {
       const { session, tokenScopes, tokenId } = await resolveOnce(this);
