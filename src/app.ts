@@ -9,6 +9,8 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
+import { activityPlugin } from "./plugins/activity/activity-plugin.js";
+import { createActivityWriter } from "./plugins/activity/writer.js";
 import { inputGuardPlugin } from "./http/input-guard.js";
 import { withLogRedaction } from "./http/log-redaction.js";
 import { routeInventoryPlugin } from "./http/route-inventory.js";
@@ -61,6 +63,8 @@ export async function buildApp(options: BuildAppOptions) {
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // One writer for the activity log, shared by better-auth's hooks and Tether's own routes.
+  const activity = createActivityWriter(options.db, (error) => app.log.error({ err: error }, "activity log write failed"));
   const auth = createAuth({
     db: options.db,
     baseURL: config.baseURL,
@@ -72,6 +76,9 @@ export async function buildApp(options: BuildAppOptions) {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
+    passkeys: config.passkeysEnabled,
+    signInLockout: config.signInLockout,
+    recordActivity: activity.record,
     plugins: [
       ...(config.edgeSso ? [edgeSso(config.edgeSso)] : []),
       ...hostDeviceAuthorization({
@@ -92,6 +99,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);
+  await app.register(activityPlugin, { writer: activity });
   await app.register(apiTokenRoutes);
   await app.register(hostPlugin);
   await app.register(mcpPlugin);

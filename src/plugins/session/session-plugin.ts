@@ -178,13 +178,25 @@ export const sessionPlugin = fp(
     fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
     fastify.decorateRequest("fetchSession", fetchSession);
     fastify.decorateRequest("getApiToken", getApiToken);
+    // The activity log (tether-activity) registers after this plugin; it is looked up when a token changes.
+    const recordTokenEvent = (userId: string, event: "token.create" | "token.revoke", name: string) => {
+      if (fastify.hasDecorator("tetherActivity")) fastify.tetherActivity.record({ userId, event, actor: "session", outcome: "ok", detail: { name } });
+    };
     fastify.decorate("tetherApiTokens", {
-      create: (input) => createApiToken(db, input),
+      async create(input) {
+        const created = await createApiToken(db, input);
+        recordTokenEvent(input.userId, "token.create", created.name);
+        return created;
+      },
       list: (userId) => listApiTokens(db, userId),
       async revoke(userId, tokenId) {
+        const token = (await listApiTokens(db, userId)).find((t) => t.id === tokenId);
         const revoked = await revokeApiToken(db, userId, tokenId);
         // This process's cache forgets the token now; other processes hear it from the database.
-        if (revoked) notifyUserChanged(auth, userId);
+        if (revoked) {
+          notifyUserChanged(auth, userId);
+          recordTokenEvent(userId, "token.revoke", token?.name ?? tokenId);
+        }
         return revoked;
       },
     } satisfies ApiTokenService);
