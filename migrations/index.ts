@@ -5,6 +5,8 @@ import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as deactivationEndsSessions from "./0010_deactivation_ends_sessions.js";
 import * as host from "./0003_host.js";
 import * as mcp from "./0040_mcp.js";
+import * as deviceAuthorization from "./0050_device_authorization.js";
+import * as accounts from "./0060_accounts.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -18,9 +20,15 @@ export const authMigrations: Record<string, Migration> = {
   "0010_deactivation_ends_sessions": deactivationEndsSessions,
 };
 
-/** The device host connector's tables (devices, pairing codes, proposals, audit log). */
+/** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
+export const accountMigrations: Record<string, Migration> = {
+  "0060_accounts": accounts,
+};
+
+/** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
 export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
+  "0050_device_authorization": deviceAuthorization,
 };
 
 /** The MCP server's additions (the audit log's credential, the per-user MCP settings); after the host's. */
@@ -33,4 +41,5 @@ export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
   ...mcpMigrations,
+  ...accountMigrations,
 };

@@ -1,8 +1,14 @@
-import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type BetterAuthRateLimitStorage } from "better-auth";
+import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type BetterAuthRateLimitStorage, type SecondaryStorage } from "better-auth";
 import { APIError } from "better-auth/api";
+import { passkey } from "@better-auth/passkey";
+import { twoFactor } from "better-auth/plugins";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
+import type { ActivityEntry } from "../activity/events.js";
+import { authActivity } from "./auth-activity.js";
+import { signInLockout } from "./sign-in-lockout.js";
 
+import { trustedOriginList } from "../../http/origins.js";
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
 import { databaseOutagePlugin } from "./outage.js";
 import { userChangeHooks } from "./user-changes.js";
@@ -25,10 +31,18 @@ export interface CreateAuthOptions {
    * Sessions never go there: the database is their one source of truth.
    */
   rateLimitStorage?: BetterAuthRateLimitStorage;
+  /** Shared store for the per-account sign-in lockout counters (`redisCounterStorage`). Per-process when omitted. */
+  counterStorage?: SecondaryStorage;
   /** Password-reset delivery. When omitted, reset links are generated but never delivered. */
   sendResetPassword?: (message: ResetPasswordMessage) => Promise<void> | void;
   /** Rate limiting; the example app turns it on exactly when NODE_ENV=production. */
   rateLimit?: boolean;
+  /** Passkey registration and sign-in (`PASSKEYS_ENABLED=true`); the relying party is `baseURL`. */
+  passkeys?: boolean;
+  /** Guessing protection per account (see sign-in-lockout.ts); 5 failures in 15 minutes by default. */
+  signInLockout?: { maxFailures: number; windowSeconds: number };
+  /** Where security events go (the activity log's writer); nowhere when omitted. */
+  recordActivity?: (entry: ActivityEntry) => void;
   /** Extra plugins, composed after the built-in ones. */
   plugins?: BetterAuthPlugin[];
 }
@@ -36,6 +50,7 @@ export interface CreateAuthOptions {
 /** Session lifetime: 7 days, extended (at most once a day) while the user keeps coming back. */
 export const SESSION_EXPIRES_IN_SECONDS = 7 * 24 * 60 * 60;
 export const SESSION_UPDATE_AGE_SECONDS = 24 * 60 * 60;
+export const DEFAULT_SIGN_IN_LOCKOUT = { maxFailures: 5, windowSeconds: 15 * 60 };
 
 /**
  * Builds the app's one better-auth instance. There is no singleton: the consuming app calls this once
@@ -43,12 +58,23 @@ export const SESSION_UPDATE_AGE_SECONDS = 24 * 60 * 60;
  */
 export function createAuth(options: CreateAuthOptions) {
   const userChanges = userChangeHooks();
+  const recordActivity = options.recordActivity ?? (() => {});
+  const accountPlugins = [
+    twoFactor({ issuer: "Tether" }),
+    ...(options.passkeys ? [passkey({ rpName: "Tether", origin: new URL(options.baseURL).origin })] : []),
+    signInLockout({
+      ...(options.signInLockout ?? DEFAULT_SIGN_IN_LOCKOUT),
+      ...(options.counterStorage ? { storage: options.counterStorage } : {}),
+      record: recordActivity,
+    }),
+    authActivity(recordActivity),
+  ];
   const authOptions = {
     appName: "Tether",
     baseURL: options.baseURL,
     basePath: "/api/auth",
     secret: options.secret,
-    trustedOrigins: [options.baseURL, ...(options.trustedOrigins ?? [])],
+    trustedOrigins: trustedOriginList(options.baseURL, options.trustedOrigins),
     database: { db: options.db, type: "postgres", transaction: true },
     telemetry: { enabled: false },
     emailAndPassword: {
@@ -109,7 +135,7 @@ export function createAuth(options: CreateAuthOptions) {
     },
     // Errors that are not better-auth's own (a database outage) reach Fastify's error handler.
     onAPIError: { throw: true },
-    plugins: [userChanges.plugin, databaseOutagePlugin, ...(options.plugins ?? [])],
+    plugins: [userChanges.plugin, databaseOutagePlugin, ...accountPlugins, ...(options.plugins ?? [])],
   } satisfies BetterAuthOptions;
   const auth = betterAuth(authOptions);
   userChanges.adopt(auth);
