@@ -4,6 +4,7 @@ import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
 import * as mcp from "./0040_mcp.js";
+import * as oauthProvider from "./0041_oauth_provider.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -21,9 +22,13 @@ export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
 };
 
-/** The MCP server's additions (the audit log's credential, the per-user MCP settings); after the host's. */
+/**
+ * The MCP server's additions, after the host's: the audit log's credential, the per-user MCP settings,
+ * and better-auth's OAuth provider tables (for MCP clients that sign in with OAuth).
+ */
 export const mcpMigrations: Record<string, Migration> = {
   "0040_mcp": mcp,
+  "0041_oauth_provider": oauthProvider,
 };
 
 /** Every migration the example app runs. */

@@ -17,6 +17,8 @@ import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
+import { mcpOAuthPlugins } from "./plugins/mcp/oauth.js";
+import { mcpPages, mcpPublicPages } from "./plugins/mcp/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
@@ -65,7 +67,7 @@ export async function buildApp(options: BuildAppOptions) {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
-    plugins: config.edgeSso ? [edgeSso(config.edgeSso)] : [],
+    plugins: [...(config.edgeSso ? [edgeSso(config.edgeSso)] : []), ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp` })],
   });
 
   await app.register(errorHandlerPlugin);
@@ -82,7 +84,8 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, ...(options.guardedPages ?? [])] });
+  await app.register(mcpPublicPages);
+  await app.register(guardedPagesPlugin, { pages: [devicePages, mcpPages, ...(options.guardedPages ?? [])] });
   return app;
 }
 

@@ -28,3 +28,9 @@ export async function apiTokenStillValid(db: Kysely<Database>, userId: string, t
     .executeTakeFirst();
   return row !== undefined && row.deactivatedAt === null && (row.expires_at === null || new Date(row.expires_at).getTime() > Date.now());
 }
+
+/** The user exists and is not deactivated. */
+export async function userActive(db: Kysely<Database>, userId: string): Promise<boolean> {
+  const row = await db.selectFrom("user").select("deactivatedAt").where("id", "=", userId).executeTakeFirst();
+  return row !== undefined && row.deactivatedAt === null;
+}
