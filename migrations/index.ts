@@ -5,6 +5,8 @@ import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
 import * as mcp from "./0040_mcp.js";
 import * as oauthProvider from "./0041_oauth_provider.js";
+import * as deviceAuthorization from "./0050_device_authorization.js";
+import * as accounts from "./0060_accounts.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -17,9 +19,15 @@ export const authMigrations: Record<string, Migration> = {
   "0002_session_invalidation": sessionInvalidation,
 };
 
-/** The device host connector's tables (devices, pairing codes, proposals, audit log). */
+/** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
+export const accountMigrations: Record<string, Migration> = {
+  "0060_accounts": accounts,
+};
+
+/** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
 export const hostMigrations: Record<string, Migration> = {
   "0003_host": host,
+  "0050_device_authorization": deviceAuthorization,
 };
 
 /**
@@ -36,4 +44,5 @@ export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
   ...mcpMigrations,
+  ...accountMigrations,
 };

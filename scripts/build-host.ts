@@ -1,43 +1,68 @@
 /// <reference path="./postject.d.ts" />
 /**
- * `npm run build:host`: bundles `bin/host.ts` into one self-contained executable, `dist/tether-host`,
- * with Node's single executable application mechanism, fully offline:
+ * `npm run build:host [-- --target <platform>] [--if-stale]`: bundles `bin/host.ts` into one
+ * self-contained executable with Node's single executable application mechanism:
  *
  *   1. esbuild → one CommonJS file (`dist/host/tether-host.cjs`; no top-level await, import.meta empty);
  *   2. `node --experimental-sea-config` → the preparation blob;
- *   3. a copy of the Node binary, with the blob injected by postject behind the SEA sentinel fuse.
+ *   3. a copy of the target's Node binary, with the blob injected by postject behind the SEA fuse.
  *
- * The result needs no Node on the target (same OS and architecture as the Node binary used). Never
- * strip it: the injected section goes with the symbols. `--if-stale` skips the build when the binary
- * is newer than every file that went into it (esbuild's metafile lists them). `--node <path>` embeds
- * another Node binary (same major version line, runnable here: it prepares its own blob).
+ * Each build lands in `dist/downloads/tether-host-<target>[.exe]`, the directory the server offers for
+ * download (see src/plugins/host/downloads.ts), with `manifest.json` naming the version. The native
+ * target is also linked as `dist/tether-host`. Another target (`linux-arm64`, `win-x64`, …) embeds the
+ * Node binary of npm's `node-<target>` package at exactly the version running this script, because a
+ * SEA blob must be made by the same Node version as the binary it goes into; the package is fetched
+ * once with `npm pack` (npm's cache keeps it) into `dist/host/runtimes/`.
+ *
+ * Never strip the result: the injected section goes with the symbols. `--if-stale` skips the build
+ * when the binary is newer than every file that went into it (esbuild's metafile lists them).
  */
 import { execFileSync } from "node:child_process";
-import { chmod, copyFile, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, copyFile, link, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { inject } from "postject";
+import { HOST_VERSION } from "../src/device/version.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SENTINEL_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 
+/** Platforms a build can target: `<os>-<arch>` as npm's `node-<os>-<arch>` packages name them. */
+export const HOST_TARGETS = ["linux-x64", "linux-arm64", "win-x64", "darwin-x64", "darwin-arm64"] as const;
+export type HostTarget = (typeof HOST_TARGETS)[number];
+
+export const NATIVE_TARGET = `${process.platform === "win32" ? "win" : process.platform}-${process.arch}` as HostTarget;
+
 export interface BuildHostOptions {
+  /** The platform to build for (default: this machine's). */
+  target?: HostTarget;
   /** Skip when the binary is newer than all its inputs. */
   ifStale?: boolean;
-  /** The Node binary to embed (default: the one running this script). */
+  /** The Node binary to embed for the native target (default: the one running this script). */
   node?: string;
   log?: (line: string) => void;
 }
 
 export interface BuiltHost {
   executable: string;
+  target: HostTarget;
   built: boolean;
 }
 
+export const DOWNLOADS_DIR = path.join(ROOT, "dist", "downloads");
+/** The native build, where `npm run build:host` has always put it. */
 export const HOST_EXECUTABLE = path.join(ROOT, "dist", process.platform === "win32" ? "tether-host.exe" : "tether-host");
 const WORK_DIR = path.join(ROOT, "dist", "host");
-const INPUTS_FILE = path.join(WORK_DIR, "inputs.json");
+
+/** `tether-host-linux-arm64`, `tether-host-win-x64.exe`: the file name a download is served under. */
+export function executableName(target: HostTarget): string {
+  return `tether-host-${target}${target.startsWith("win-") ? ".exe" : ""}`;
+}
+
+export function executablePath(target: HostTarget): string {
+  return path.join(DOWNLOADS_DIR, executableName(target));
+}
 
 async function mtime(file: string): Promise<number | undefined> {
   try {
@@ -47,13 +72,16 @@ async function mtime(file: string): Promise<number | undefined> {
   }
 }
 
-/** True when the executable exists and is newer than every input of its last build (and this script). */
-export async function isFresh(): Promise<boolean> {
-  const built = await mtime(HOST_EXECUTABLE);
+const inputsFile = (target: HostTarget) => path.join(WORK_DIR, target, "inputs.json");
+
+/** True when the target's executable exists and is newer than every input of its last build (and this script). */
+export async function isFresh(target: HostTarget = NATIVE_TARGET): Promise<boolean> {
+  const built = await mtime(executablePath(target));
   if (built === undefined) return false;
+  if (target === NATIVE_TARGET && (await mtime(HOST_EXECUTABLE)) === undefined) return false;
   let inputs: string[];
   try {
-    inputs = JSON.parse(await readFile(INPUTS_FILE, "utf8")) as string[];
+    inputs = JSON.parse(await readFile(inputsFile(target), "utf8")) as string[];
   } catch {
     return false;
   }
@@ -64,20 +92,54 @@ export async function isFresh(): Promise<boolean> {
   return true;
 }
 
+/** The Node binary of npm's `node-<target>` package at this Node's exact version, fetched once. */
+async function foreignNode(target: HostTarget, log: (line: string) => void): Promise<string> {
+  const version = process.versions.node;
+  const dir = path.join(WORK_DIR, "runtimes", `node-${target}-${version}`);
+  const binary = path.join(dir, "package", "bin", target.startsWith("win-") ? "node.exe" : "node");
+  if ((await mtime(binary)) !== undefined) return binary;
+  await mkdir(dir, { recursive: true });
+  log(`build:host: fetching node-${target}@${version} from the npm registry`);
+  const packed = execFileSync("npm", ["pack", `node-${target}@${version}`, "--pack-destination", dir, "--silent"], { cwd: dir, encoding: "utf8" }).trim().split("\n").pop()!;
+  execFileSync("tar", ["-xzf", path.join(dir, packed), "-C", dir, `package/bin/${path.basename(binary)}`]);
+  await rm(path.join(dir, packed), { force: true });
+  return binary;
+}
+
+/** Records the version the downloads directory offers (read by the server for its update notice). */
+async function recordManifest(target: HostTarget): Promise<void> {
+  const file = path.join(DOWNLOADS_DIR, "manifest.json");
+  let targets: string[] = [];
+  try {
+    const previous = JSON.parse(await readFile(file, "utf8")) as { version?: string; targets?: string[] };
+    if (previous.version === HOST_VERSION && Array.isArray(previous.targets)) targets = previous.targets;
+  } catch {
+    /* first build */
+  }
+  await writeFile(file, `${JSON.stringify({ version: HOST_VERSION, targets: [...new Set([...targets, target])].sort() }, null, 2)}\n`);
+}
+
 export async function buildHost(options: BuildHostOptions = {}): Promise<BuiltHost> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-  if (options.ifStale && (await isFresh())) {
-    log(`build:host: ${path.relative(ROOT, HOST_EXECUTABLE)} is up to date`);
-    return { executable: HOST_EXECUTABLE, built: false };
+  const target = options.target ?? NATIVE_TARGET;
+  if (!HOST_TARGETS.includes(target)) throw new Error(`build:host: unknown target "${target}" (one of ${HOST_TARGETS.join(", ")})`);
+  const output = executablePath(target);
+  const result = (built: boolean): BuiltHost => ({ executable: target === NATIVE_TARGET ? HOST_EXECUTABLE : output, target, built });
+  if (options.ifStale && (await isFresh(target))) {
+    log(`build:host: ${path.relative(ROOT, output)} is up to date`);
+    return result(false);
   }
-  const node = options.node ?? process.execPath;
-  await mkdir(WORK_DIR, { recursive: true });
-  const bundle = path.join(WORK_DIR, "tether-host.cjs");
-  const blob = path.join(WORK_DIR, "sea-prep.blob");
-  const seaConfig = path.join(WORK_DIR, "sea-config.json");
+  const node = target === NATIVE_TARGET ? (options.node ?? process.execPath) : await foreignNode(target, log);
+  const work = path.join(WORK_DIR, target);
+  await mkdir(work, { recursive: true });
+  await mkdir(DOWNLOADS_DIR, { recursive: true });
+  const bundle = path.join(work, "tether-host.cjs");
+  const blob = path.join(work, "sea-prep.blob");
+  const seaConfig = path.join(work, "sea-config.json");
 
-  // 1. One CommonJS file. A warning about import.meta means code that would break inside the binary.
-  const result = await build({
+  // 1. One CommonJS file, everything bundled (undici included): the executable's `require` loads
+  // built-ins only. A warning about import.meta means code that would break inside the binary.
+  const bundled = await build({
     entryPoints: [path.join(ROOT, "bin", "host.ts")],
     outfile: bundle,
     bundle: true,
@@ -88,32 +150,37 @@ export async function buildHost(options: BuildHostOptions = {}): Promise<BuiltHo
     legalComments: "none",
     logLevel: "silent",
   });
-  const fatal = result.warnings.filter((warning) => /import\.meta/.test(warning.text));
+  const fatal = bundled.warnings.filter((warning) => /import\.meta/.test(warning.text));
   if (fatal.length > 0) {
     throw new Error(`build:host: the bundle uses import.meta, which is empty in a single executable:\n${fatal.map((w) => `  ${w.location?.file}:${w.location?.line}: ${w.text}`).join("\n")}`);
   }
-  const inputs = Object.keys(result.metafile.inputs);
+  const inputs = Object.keys(bundled.metafile.inputs);
 
-  // 2. The preparation blob.
+  // 2. The preparation blob, made by this Node: the same version as the embedded binary (a foreign
+  // target's package is fetched at exactly this version), which is what the blob format requires.
   await writeFile(seaConfig, JSON.stringify({ main: bundle, output: blob, disableExperimentalSEAWarning: true, useCodeCache: false }, null, 2));
-  execFileSync(node, ["--experimental-sea-config", seaConfig], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
+  execFileSync(target === NATIVE_TARGET ? node : process.execPath, ["--experimental-sea-config", seaConfig], { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] });
 
   // 3. A copy of Node with the blob injected; renamed into place only when complete.
-  const temporary = `${HOST_EXECUTABLE}.tmp`;
+  const mac = target.startsWith("darwin-");
+  const temporary = `${output}.tmp`;
   await rm(temporary, { force: true });
   await copyFile(node, temporary);
   await chmod(temporary, 0o755);
-  if (process.platform === "darwin") execFileSync("codesign", ["--remove-signature", temporary]);
-  await inject(temporary, "NODE_SEA_BLOB", await readFile(blob), {
-    sentinelFuse: SENTINEL_FUSE,
-    ...(process.platform === "darwin" ? { machoSegmentName: "NODE_SEA" } : {}),
-  });
-  if (process.platform === "darwin") execFileSync("codesign", ["--sign", "-", temporary]);
-  await rename(temporary, HOST_EXECUTABLE);
-  await writeFile(INPUTS_FILE, JSON.stringify(inputs, null, 2));
-  const size = (await stat(HOST_EXECUTABLE)).size;
-  log(`build:host: ${path.relative(ROOT, HOST_EXECUTABLE)} (${(size / 1024 / 1024).toFixed(0)} MB, ${inputs.length} sources bundled)`);
-  return { executable: HOST_EXECUTABLE, built: true };
+  if (mac && process.platform === "darwin") execFileSync("codesign", ["--remove-signature", temporary]);
+  await inject(temporary, "NODE_SEA_BLOB", await readFile(blob), { sentinelFuse: SENTINEL_FUSE, ...(mac ? { machoSegmentName: "NODE_SEA" } : {}) });
+  if (mac && process.platform === "darwin") execFileSync("codesign", ["--sign", "-", temporary]);
+  await rename(temporary, output);
+  if (target === NATIVE_TARGET) {
+    // The same file under its historical name (a hard link: no second 99 MB).
+    await rm(HOST_EXECUTABLE, { force: true });
+    await link(output, HOST_EXECUTABLE).catch(() => copyFile(output, HOST_EXECUTABLE));
+  }
+  await writeFile(inputsFile(target), JSON.stringify(inputs, null, 2));
+  await recordManifest(target);
+  const size = (await stat(output)).size;
+  log(`build:host: ${path.relative(ROOT, output)} (${(size / 1024 / 1024).toFixed(0)} MB, ${inputs.length} sources bundled, Node ${process.versions.node})`);
+  return result(true);
 }
 
 function argValue(name: string): string | undefined {
@@ -123,7 +190,8 @@ function argValue(name: string): string | undefined {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const node = argValue("--node");
-  buildHost({ ifStale: process.argv.includes("--if-stale"), ...(node ? { node: path.resolve(node) } : {}) }).catch((error: unknown) => {
+  const target = argValue("--target") as HostTarget | undefined;
+  buildHost({ ifStale: process.argv.includes("--if-stale"), ...(target ? { target } : {}), ...(node ? { node: path.resolve(node) } : {}) }).catch((error: unknown) => {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 1;
   });

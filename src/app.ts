@@ -9,11 +9,17 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
+import { activityPlugin } from "./plugins/activity/activity-plugin.js";
+import { createActivityWriter } from "./plugins/activity/writer.js";
+import { inputGuardPlugin } from "./http/input-guard.js";
+import { withLogRedaction } from "./http/log-redaction.js";
+import { routeInventoryPlugin } from "./http/route-inventory.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
@@ -25,6 +31,7 @@ import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
 import { guardedPagesPlugin, pagesPlugin, type GuardedPagePlugin } from "./web/index.js";
+import { devicePage } from "./web/routes/device-page.js";
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -47,7 +54,8 @@ export interface BuildAppOptions {
 export async function buildApp(options: BuildAppOptions) {
   const { config } = options;
   const app = Fastify({
-    logger: options.logger ?? false,
+    // Secrets (reset tokens, codes, credentials) never reach the log: see src/http/log-redaction.ts.
+    logger: withLogRedaction(options.logger),
     // A hop count is valid at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as FastifyServerOptions["trustProxy"],
     bodyLimit: 1024 * 1024,
@@ -56,6 +64,8 @@ export async function buildApp(options: BuildAppOptions) {
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // One writer for the activity log, shared by better-auth's hooks and Tether's own routes.
+  const activity = createActivityWriter(options.db, (error) => app.log.error({ err: error }, "activity log write failed"));
   const auth = createAuth({
     db: options.db,
     baseURL: config.baseURL,
@@ -67,9 +77,23 @@ export async function buildApp(options: BuildAppOptions) {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
-    plugins: [...(config.edgeSso ? [edgeSso(config.edgeSso)] : []), ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp` })],
+    passkeys: config.passkeysEnabled,
+    signInLockout: config.signInLockout,
+    recordActivity: activity.record,
+    plugins: [
+      ...(config.edgeSso ? [edgeSso(config.edgeSso)] : []),
+      ...hostDeviceAuthorization({
+        db: options.db,
+        verificationUri: `${config.baseURL}/device`,
+        expiresIn: config.deviceCodeExpiresIn,
+        interval: config.devicePollInterval,
+      }),
+      ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp` }),
+    ],
   });
 
+  await app.register(routeInventoryPlugin);
+  await app.register(inputGuardPlugin);
   await app.register(errorHandlerPlugin);
   await app.register(cookie);
   await app.register(formbody);
@@ -77,6 +101,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(originGuardPlugin, { trustedOrigins: [config.baseURL, ...config.trustedOrigins] });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);
+  await app.register(activityPlugin, { writer: activity });
   await app.register(apiTokenRoutes);
   await app.register(hostPlugin);
   await app.register(mcpPlugin);
@@ -85,7 +110,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
   await app.register(mcpPublicPages);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, mcpPages, ...(options.guardedPages ?? [])] });
+  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])] });
   return app;
 }
 

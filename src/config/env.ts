@@ -15,6 +15,15 @@ export interface AppConfig {
   dataDir: string;
   trustProxy: boolean | string | number;
   edgeSso: EdgeSsoConfig | undefined;
+  /** Passkey registration and sign-in (`PASSKEYS_ENABLED`). */
+  passkeysEnabled: boolean;
+  /** Per-account guessing protection: `SIGN_IN_LOCKOUT_ATTEMPTS` failures within `SIGN_IN_LOCKOUT_SECONDS`. */
+  signInLockout: { maxFailures: number; windowSeconds: number };
+  /** Device authorization (RFC 8628): how long a code lives, and the polling interval devices are told. */
+  deviceCodeExpiresIn: string;
+  devicePollInterval: string;
+  /** Where the device executables offered for download are (`npm run build:host` writes dist/downloads). */
+  downloadsDir: string;
 }
 
 export interface EdgeSsoConfig {
@@ -85,6 +94,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
 
   const edgeSso = flag("SSO_ENABLED") ? loadEdgeSso(env, problems, flag) : undefined;
+  const passkeysEnabled = flag("PASSKEYS_ENABLED");
+  const signInLockout = {
+    maxFailures: parseCount(env, "SIGN_IN_LOCKOUT_ATTEMPTS", 5, problems),
+    windowSeconds: parseCount(env, "SIGN_IN_LOCKOUT_SECONDS", 900, problems),
+  };
+  const deviceCodeExpiresIn = duration(env, "DEVICE_CODE_EXPIRES_IN", "10m", problems);
+  const devicePollInterval = duration(env, "DEVICE_POLL_INTERVAL", "5s", problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -99,7 +115,31 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     edgeSso,
+    passkeysEnabled,
+    signInLockout,
+    deviceCodeExpiresIn,
+    devicePollInterval,
+    downloadsDir: path.resolve(env.DOWNLOADS_DIR?.trim() || "./dist/downloads"),
   };
+}
+
+/** A positive whole number setting, or `fallback` when unset. */
+function parseCount(env: Env, name: string, fallback: number, problems: string[]): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) {
+    problems.push(`${name}=${env[name]} is not a positive whole number`);
+    return fallback;
+  }
+  return Number(raw);
+}
+
+/** A better-auth time string such as `10m`, `5s` or `1500ms`. */
+function duration(env: Env, name: string, fallback: string, problems: string[]): string {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+(ms|s|m|h)$/.test(raw)) problems.push(`${name}=${raw} is not a duration (like 10m, 5s or 1500ms)`);
+  return raw;
 }
 
 function loadEdgeSso(env: Env, problems: string[], flag: (name: string) => boolean): EdgeSsoConfig {

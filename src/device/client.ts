@@ -1,4 +1,4 @@
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBody } from "../plugins/host/protocol.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBody } from "../protocol/index.js";
 
 /** The server answered with an error (`{ code, message }`). */
 export class ServerError extends Error {

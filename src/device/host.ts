@@ -1,4 +1,4 @@
-import { StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../plugins/host/protocol.js";
+import { StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../protocol/index.js";
 import { createScope, describeTool, invokeTool, ToolError, type ApprovedPlan, type LocalTool, type Scope } from "../tools/index.js";
 import { HostClient, ServerError } from "./client.js";
 import { hostEnvironment, normalizeServerUrl, type HostEnvironment } from "./config.js";

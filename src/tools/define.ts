@@ -6,13 +6,12 @@
  * safe as going through `invokeTool`.
  */
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
+import { TOOL_NAME, TOOL_NAME_PATTERN, type ToolClass, type ToolMode } from "../protocol/tool.js";
 import { ToolError, fromFsError, throwIfAborted } from "./errors.js";
 import type { Scope } from "./scope.js";
 import { compileValidator } from "./validate.js";
 
-export type ToolClass = "read" | "mutate" | "action";
-/** `run` for read and action tools; `plan` then `apply` for mutate tools. */
-export type ToolMode = "run" | "plan" | "apply";
+export type { ToolClass, ToolMode };
 
 /** A plain JSON object: results cross the network. */
 export type ToolResult = { [key: string]: unknown };
@@ -80,8 +79,8 @@ export interface MutateToolDefinition<S extends TObject> {
 
 export type LocalToolDefinition<S extends TObject> = RunToolDefinition<S> | MutateToolDefinition<S>;
 
-/** MCP's tool-name alphabet. */
-export const TOOL_NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+/** The wire protocol's one tool-name rule: what a device can define, the server accepts. */
+export { TOOL_NAME };
 
 function definitionError(name: unknown, message: string): ToolError {
   return new ToolError("INVALID_DEFINITION", `Tool ${typeof name === "string" ? name : "(unnamed)"}: ${message}`);
@@ -90,7 +89,7 @@ function definitionError(name: unknown, message: string): ToolError {
 export function defineLocalTool<S extends TObject>(def: LocalToolDefinition<S>): LocalTool {
   if (!def || typeof def !== "object") throw definitionError(undefined, "definition must be an object");
   const { name, description } = def;
-  if (typeof name !== "string" || !TOOL_NAME.test(name)) throw definitionError(name, "name must match /^[A-Za-z][A-Za-z0-9_-]{0,63}$/");
+  if (typeof name !== "string" || !TOOL_NAME.test(name)) throw definitionError(name, `name must match /${TOOL_NAME_PATTERN}/`);
   if (typeof description !== "string" || description.trim() === "") throw definitionError(name, "description must be a non-empty string");
   const validate = compileValidator(def.input, name);
   const cls = def.class as unknown;

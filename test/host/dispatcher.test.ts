@@ -1,6 +1,6 @@
 import t from "tap";
 import { createMemoryDispatcher, DeviceCallError, type DeviceChannel } from "../../src/plugins/host/dispatcher.js";
-import type { AnnouncedTool } from "../../src/plugins/host/protocol.js";
+import type { AnnouncedTool } from "../../src/protocol/index.js";
 
 /** The dispatcher is pure: a channel is anything with send and close, so these tests need no server. */
 class RecordingChannel implements DeviceChannel {

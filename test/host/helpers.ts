@@ -1,7 +1,7 @@
 import type { Test } from "tap";
 import type { DatabaseHandle } from "../../src/db/connect.js";
 import { readEventStream, type SseMessage } from "../../src/device/sse.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, type AnnouncedTool, type ResultBody } from "../../src/plugins/host/protocol.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, type AnnouncedTool, type ResultBody } from "../../src/protocol/index.js";
 import { freePort, startTestApp, type TestApp } from "../helpers/app.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 

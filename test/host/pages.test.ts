@@ -115,8 +115,9 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
   t.equal((await stranger.get(`/devices/${deviceId}/tools/stat`)).status, 404);
   t.equal((await stranger.request("POST", `/devices/proposals/${proposalId}/reject`, { form: {}, headers: { "hx-request": "true" } })).status, 404);
   const { token: apiToken } = await json(await owner.post("/api/tokens", { name: "t", scopes: ["host:call"] }));
-  const byToken = await fetch(`${server.url}/devices/pair`, { method: "POST", headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" } });
-  t.equal(byToken.status, 403);
+  const byToken = await fetch(`${server.url}/devices/pair`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" } });
+  t.equal(byToken.status, 302, "pages are for browsers: a token is sent to sign in");
+  t.equal(byToken.headers.get("location"), "/login");
 });
 
 t.test("forms from schemas, and diffs, as the page reads them", async (t) => {

@@ -12,7 +12,7 @@ t.test("bad input to every endpoint is a clear 4xx", async (t) => {
   type Case = [label: string, method: string, path: string, body: string | undefined, headers: Record<string, string>, status: number, code?: string];
   const jsonType = { "content-type": "application/json" };
   const body = (value: unknown) => JSON.stringify(value);
-  const tool = { name: "stat", description: "d", inputSchema: {}, class: "read" };
+  const tool = { name: "stat", description: "d", inputSchema: { type: "object" }, class: "read" };
 
   const cases: Case[] = [
     // Enrollment (no credential, only the protocol header).
@@ -34,6 +34,14 @@ t.test("bad input to every endpoint is a clear 4xx", async (t) => {
     ["hello: bad tool name", "POST", "/api/host/hello", body({ tools: [{ ...tool, name: "a b" }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
     ["hello: duplicate tool", "POST", "/api/host/hello", body({ tools: [tool, tool], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
     ["hello: schema not an object", "POST", "/api/host/hello", body({ tools: [{ ...tool, inputSchema: "x" }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: tool named .", "POST", "/api/host/hello", body({ tools: [{ ...tool, name: "." }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: tool named ..", "POST", "/api/host/hello", body({ tools: [{ ...tool, name: ".." }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: tool name with a dot", "POST", "/api/host/hello", body({ tools: [{ ...tool, name: "a.b" }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: schema not of an object", "POST", "/api/host/hello", body({ tools: [{ ...tool, inputSchema: { type: "string" } }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: a null property schema", "POST", "/api/host/hello", body({ tools: [{ ...tool, inputSchema: { type: "object", properties: { path: null } } }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: an enum offering null", "POST", "/api/host/hello", body({ tools: [{ ...tool, inputSchema: { type: "object", properties: { mode: { enum: ["a", null] } } } }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: an anyOf holding null", "POST", "/api/host/hello", body({ tools: [{ ...tool, inputSchema: { type: "object", properties: { mode: { anyOf: [{ const: "a" }, null] } } } }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
+    ["hello: required not a list", "POST", "/api/host/hello", body({ tools: [{ ...tool, inputSchema: { type: "object", required: "path" } }], roots: [] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
     ["hello: roots not strings", "POST", "/api/host/hello", body({ tools: [], roots: [1] }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
     ["hello: extra field", "POST", "/api/host/hello", body({ tools: [], roots: [], admin: true }), { ...device, ...jsonType }, 400, "INVALID_INPUT"],
     ["stream: no token", "GET", "/api/host/stream", undefined, protocolHeaders, 401, "DEVICE_TOKEN_INVALID"],

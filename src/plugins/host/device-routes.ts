@@ -1,11 +1,20 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { badRequest } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
 import { verifyDeviceToken } from "./devices.js";
 import { HostError, rethrowAsHttpError } from "./errors.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, StreamEvent, type HelloReply, type ReadyEvent } from "./protocol.js";
+import {
+  duplicateToolName,
+  EnrollBodySchema,
+  HelloBodySchema,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  ResultBodySchema,
+  StreamEvent,
+  type HelloReply,
+  type ReadyEvent,
+} from "../../protocol/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { openSseStream } from "./sse-channel.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
@@ -21,50 +30,6 @@ export interface DeviceRoutesOptions {
   enrollLimiter: RateLimiter;
   keepAliveMs: number;
 }
-
-const ToolSchema = Type.Object(
-  {
-    name: Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9_.:-]+$" }),
-    description: Type.String({ maxLength: 8192 }),
-    inputSchema: Type.Record(Type.String(), Type.Unknown()),
-    class: Type.Union([Type.Literal("read"), Type.Literal("mutate"), Type.Literal("action")]),
-  },
-  { additionalProperties: false },
-);
-
-const HelloSchema = Type.Object(
-  {
-    tools: Type.Array(ToolSchema, { maxItems: 256 }),
-    roots: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 64 }),
-    agent: Type.Optional(Type.String({ maxLength: 200 })),
-  },
-  { additionalProperties: false },
-);
-
-const EnrollSchema = Type.Object(
-  {
-    code: Type.String({ minLength: 1, maxLength: 64 }),
-    name: Type.String({ minLength: 1, maxLength: 100 }),
-    platform: Type.String({ minLength: 1, maxLength: 100 }),
-  },
-  { additionalProperties: false },
-);
-
-const CallId = Type.String({ minLength: 1, maxLength: 100 });
-const ResultSchema = Type.Union([
-  Type.Object({ id: CallId, ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
-  Type.Object(
-    {
-      id: CallId,
-      ok: Type.Literal(false),
-      error: Type.Object(
-        { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
-        { additionalProperties: false },
-      ),
-    },
-    { additionalProperties: false },
-  ),
-]);
 
 /** A `read_file` result may carry 1 MB of text, which JSON escaping can grow several times. */
 const RESULT_BODY_LIMIT = 16 * 1024 * 1024;
@@ -94,7 +59,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
   fastify.post(
     "/api/host/enroll",
     {
-      schema: { body: EnrollSchema },
+      schema: { body: EnrollBodySchema },
       // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
       onRequest: async (request, reply) => {
         checkProtocol(request);
@@ -131,13 +96,10 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       request.tetherDevice = verdict.device;
     });
 
-    authenticated.post("/api/host/hello", { schema: { body: HelloSchema } }, async (request) => {
+    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema } }, async (request) => {
       const device = request.tetherDevice!;
-      const names = new Set<string>();
-      for (const tool of request.body.tools) {
-        if (names.has(tool.name)) throw badRequest("INVALID_INPUT", `body: tool "${tool.name}" is announced twice`);
-        names.add(tool.name);
-      }
+      const twice = duplicateToolName(request.body.tools);
+      if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
       await service.hello(device, request.body);
       const reply: HelloReply = { protocol: PROTOCOL_VERSION, deviceId: device.id, name: device.name };
       return reply;
@@ -155,7 +117,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       });
     });
 
-    authenticated.post("/api/host/result", { schema: { body: ResultSchema }, bodyLimit: RESULT_BODY_LIMIT }, async (request, reply) => {
+    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema }, bodyLimit: RESULT_BODY_LIMIT }, async (request, reply) => {
       await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
     });

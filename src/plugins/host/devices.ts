@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
 import type { Database, HostDeviceRow } from "../../db/schema.js";
-import { DEVICE_TOKEN_PREFIX, type AnnouncedTool } from "./protocol.js";
+import { DEVICE_TOKEN_PREFIX, type AnnouncedTool } from "../../protocol/index.js";
 
 /** The device registry: SQL behind small typed functions. A device row is also its credential. */
 

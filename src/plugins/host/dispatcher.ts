@@ -6,7 +6,7 @@ import {
   type CloseReason,
   type ResultBody,
   type ToolMode,
-} from "./protocol.js";
+} from "../../protocol/index.js";
 
 /**
  * Routes tool calls to connected devices and awaits their results. The interface knows nothing of

@@ -49,7 +49,7 @@ const LONG_TEXT_NAMES = new Set(["content", "text", "find", "replace", "body"]);
 
 function kindOf(name: string, schema: PropertySchema): FieldKind {
   if (Array.isArray(schema.enum) && schema.enum.every((v) => typeof v === "string")) return "select";
-  const literals = schema.anyOf?.map((s) => (s as { const?: unknown }).const);
+  const literals = schema.anyOf?.map((s) => (s as { const?: unknown } | null)?.const);
   if (literals && literals.length > 0 && literals.every((v) => typeof v === "string")) return "select";
   switch (schema.type) {
     case "string":
@@ -70,7 +70,7 @@ function kindOf(name: string, schema: PropertySchema): FieldKind {
 
 function optionsOf(schema: PropertySchema): string[] {
   if (Array.isArray(schema.enum)) return schema.enum.map(String);
-  return (schema.anyOf ?? []).map((s) => String((s as { const?: unknown }).const));
+  return (schema.anyOf ?? []).map((s) => String((s as { const?: unknown } | null)?.const));
 }
 
 function labelOf(name: string): string {
@@ -93,7 +93,10 @@ function first(value: string | string[] | undefined): string | undefined {
 export function formFields(schema: Record<string, unknown>, submitted?: FormBody): FormField[] {
   const properties = (schema.properties ?? {}) as Record<string, PropertySchema>;
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
-  return Object.entries(properties).map(([name, property]) => {
+  // Announcements are validated at hello (src/protocol/tool.ts); a row stored by an older server may
+  // still hold a null property schema, which is then edited as JSON rather than failing the page.
+  return Object.entries(properties).map(([name, announced]) => {
+    const property: PropertySchema = announced !== null && typeof announced === "object" ? announced : {};
     const kind = kindOf(name, property);
     const control = CONTROL_PREFIX + name;
     const raw = submitted ? first(submitted[control]) : undefined;

@@ -10,7 +10,7 @@ import { HostError } from "./errors.js";
 import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing-codes.js";
 import * as proposals from "./proposals.js";
 import type { Proposal } from "./proposals.js";
-import type { AnnouncedTool, HelloBody, ResultBody } from "./protocol.js";
+import type { AnnouncedTool, HelloBody, ResultBody } from "../../protocol/index.js";
 
 /**
  * The host connector's use cases, between the routes (thin, HTTP) and the dispatcher and

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { DeviceChannel } from "./dispatcher.js";
-import { StreamEvent, type CloseReason } from "./protocol.js";
+import { StreamEvent, type CloseReason } from "../../protocol/index.js";
 
 /** An event stream that has fallen this far behind is a dead or hostile reader: it is cut off. */
 const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;

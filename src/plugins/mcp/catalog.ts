@@ -1,5 +1,5 @@
 import type { Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
-import type { AnnouncedTool, ToolClass } from "../host/protocol.js";
+import type { AnnouncedTool, ToolClass } from "../../protocol/index.js";
 import type { DeviceView } from "../host/service.js";
 
 /**

@@ -5,8 +5,7 @@ import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
 import { notFound } from "../../http/errors.js";
 import type { CreatedApiToken } from "../../plugins/session/api-tokens.js";
-import { requireCookieSession } from "../../plugins/session/session-plugin.js";
-import { MINT_NEEDS_BROWSER, SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
+import { SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
 import { optionalText, type FormState } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
@@ -81,7 +80,6 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   );
 
   fastify.post(TOKENS_PATH, { schema: { body: CreateTokenForm } }, async (request, reply) => {
-    requireCookieSession(await request.requireSession(), MINT_NEEDS_BROWSER);
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
     const created = await fastify.tetherApiTokens.create({ userId: signedInUser(request).id, ...input });

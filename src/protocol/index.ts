@@ -1,0 +1,6 @@
+/**
+ * `tether/protocol`: the device wire protocol, shared by the server (`tether/host`) and the device
+ * runtime (`tether/device`). TypeBox schemas, with the types derived from them.
+ */
+export * from "./tool.js";
+export * from "./messages.js";

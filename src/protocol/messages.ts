@@ -1,0 +1,120 @@
+/**
+ * The host stream protocol, version 1: the one contract between the server (`src/plugins/host`) and
+ * the device runtime (`src/device`), as TypeBox schemas with the types derived from them. Pure data:
+ * no I/O, no framework, safe to bundle into the device.
+ *
+ *   1. `POST /api/host/hello`  (device token, `Tether-Protocol: 1`) announces the device's tools and
+ *      roots; the server stores them on the device row.
+ *   2. `GET /api/host/stream`  (device token, `Tether-Protocol: 1`) opens the Server-Sent Events
+ *      stream. Events: `ready`, `call`, `cancel`, `close`, plus `: keep-alive` comments.
+ *   3. `POST /api/host/result` (device token, `Tether-Protocol: 1`) posts one call's outcome back.
+ *
+ * A device speaking another version gets 400 `PROTOCOL_VERSION_UNSUPPORTED`, naming both versions.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { AnnouncedToolSchema, ToolModeSchema, type AnnouncedTool } from "./tool.js";
+
+export const PROTOCOL_VERSION = 1;
+
+/** Request header in which the device names the protocol version it speaks. */
+export const PROTOCOL_HEADER = "tether-protocol";
+
+/** The device token's prefix; the rest is 32 random bytes in base64url. */
+export const DEVICE_TOKEN_PREFIX = "dt_";
+
+/** `POST /api/host/enroll` body: a pairing code buys a device token. */
+export const EnrollBodySchema = Type.Object(
+  {
+    code: Type.String({ minLength: 1, maxLength: 64 }),
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    platform: Type.String({ minLength: 1, maxLength: 100 }),
+  },
+  { additionalProperties: false },
+);
+export type EnrollBody = Static<typeof EnrollBodySchema>;
+
+export const EnrollReplySchema = Type.Object({ deviceId: Type.String(), token: Type.String() });
+export type EnrollReply = Static<typeof EnrollReplySchema>;
+
+/** `POST /api/host/hello` body. Tool names are also unique (`duplicateToolName`). */
+export const HelloBodySchema = Type.Object(
+  {
+    tools: Type.Array(AnnouncedToolSchema, { maxItems: 256 }),
+    roots: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 64 }),
+    /** The device program and its version, e.g. `tether-host/0.1.0`. */
+    agent: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type HelloBody = Omit<Static<typeof HelloBodySchema>, "tools"> & { tools: AnnouncedTool[] };
+
+export const HelloReplySchema = Type.Object({ protocol: Type.Number(), deviceId: Type.String(), name: Type.String() });
+export type HelloReply = Static<typeof HelloReplySchema>;
+
+/** Names of the events the server sends down the stream. */
+export const StreamEvent = {
+  /** First event on every stream: `ReadyEvent`. */
+  ready: "ready",
+  /** Run a tool: `CallEvent`. */
+  call: "call",
+  /** Give up on a call (the server stopped waiting): `CancelEvent`. */
+  cancel: "cancel",
+  /** The server is ending this stream: `CloseEvent`. The stream ends right after it. */
+  close: "close",
+} as const;
+
+export const ReadyEventSchema = Type.Object({
+  protocol: Type.Number(),
+  deviceId: Type.String(),
+  /** Interval of `: keep-alive` comments; a device hearing nothing for 3× this reconnects. */
+  keepAliveMs: Type.Number(),
+});
+export type ReadyEvent = Static<typeof ReadyEventSchema>;
+
+/** An approved plan: the device's fresh plan must reproduce it exactly before it applies. */
+export const ApprovedPlanSchema = Type.Object({ diff: Type.String(), summary: Type.String() });
+
+export const CallEventSchema = Type.Object({
+  id: Type.String(),
+  tool: Type.String(),
+  input: Type.Unknown(),
+  mode: ToolModeSchema,
+  /** How long the server waits for the result; the device may abort after it. */
+  timeoutMs: Type.Number(),
+  /** For `apply`: the approved plan, which the device's fresh plan must reproduce exactly. */
+  expectedPlan: Type.Optional(ApprovedPlanSchema),
+});
+export type CallEvent = Static<typeof CallEventSchema>;
+
+export const CancelEventSchema = Type.Object({ id: Type.String() });
+export type CancelEvent = Static<typeof CancelEventSchema>;
+
+/**
+ * Why the server ended a stream:
+ * - `replaced`: a newer stream of the same device took over (do not reconnect: another process has it);
+ * - `revoked`: the device's credential was revoked (pair again);
+ * - `shutdown`: the server is stopping (reconnect with backoff).
+ */
+export const CloseReasonSchema = Type.Union([Type.Literal("replaced"), Type.Literal("revoked"), Type.Literal("shutdown")]);
+export type CloseReason = Static<typeof CloseReasonSchema>;
+
+export const CloseEventSchema = Type.Object({ reason: CloseReasonSchema, message: Type.String() });
+export type CloseEvent = Static<typeof CloseEventSchema>;
+
+const CallId = Type.String({ minLength: 1, maxLength: 100 });
+
+/** A tool's refusal or failure, as the device reports it. */
+export const CallFailureSchema = Type.Object(
+  { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
+  { additionalProperties: false },
+);
+
+/**
+ * `POST /api/host/result` body: exactly one outcome per call id. The result is the tool's JSON as the
+ * tool returned it, never fenced: fencing happens where content meets a model (`assistantTools`, MCP).
+ */
+export const ResultBodySchema = Type.Union([
+  Type.Object({ id: CallId, ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
+  Type.Object({ id: CallId, ok: Type.Literal(false), error: CallFailureSchema }, { additionalProperties: false }),
+]);
+export type ResultBody = Static<typeof ResultBodySchema>;
