@@ -24,6 +24,8 @@ import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { devicePages } from "./plugins/host/pages.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
+import { mcpOAuthPlugins } from "./plugins/mcp/oauth.js";
+import { mcpPages, mcpPublicPages } from "./plugins/mcp/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
@@ -102,6 +104,7 @@ export async function buildApp(options: BuildAppOptions) {
         expiresIn: config.deviceCodeExpiresIn,
         interval: config.devicePollInterval,
       }),
+      ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp` }),
     ],
   });
 
@@ -122,7 +125,8 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), ...(options.guardedPages ?? [])] });
+  await app.register(mcpPublicPages);
+  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])] });
   return app;
 }
 
