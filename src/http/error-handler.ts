@@ -1,6 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { isDatabaseUnavailable } from "../db/unavailable.js";
 import { ForbiddenError, HttpError, LoginRequiredError } from "./errors.js";
+import { isHtmxRequest } from "./htmx.js";
 
 export interface ErrorBody {
   statusCode: number;
@@ -21,13 +23,13 @@ declare module "fastify" {
 /** True for a browser navigation or htmx request outside the JSON API. */
 export function wantsHtml(request: FastifyRequest): boolean {
   if (request.url.startsWith("/api/")) return false;
-  if (request.headers["hx-request"] === "true") return true;
+  if (isHtmxRequest(request)) return true;
   return (request.headers.accept ?? "").includes("text/html");
 }
 
 /** Sends the browser (or htmx, which follows `HX-Redirect` itself) to `location`. */
 export function redirectTo(request: FastifyRequest, reply: FastifyReply, location: string, status = 303): FastifyReply {
-  if (request.headers["hx-request"] === "true") {
+  if (isHtmxRequest(request)) {
     return reply.code(200).header("hx-redirect", location).send();
   }
   return reply.redirect(location, status);
@@ -49,7 +51,11 @@ export const errorHandlerPlugin = fp(
         return reply.code(403).type("text/plain; charset=utf-8").send("Forbidden");
       }
       const body = describe(error);
-      if (body.statusCode >= 500) request.log.error({ err: error }, "request failed");
+      if (body.statusCode === 503) {
+        // An outage, not a bug: one line, no stack; the request can simply be tried again.
+        request.log.warn({ code: body.code, reason: error.message }, "request failed: service unavailable");
+        reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+      } else if (body.statusCode >= 500) request.log.error({ err: error }, "request failed");
       reply.code(body.statusCode);
       const renderer = fastify.errorPageRenderer;
       if (renderer && wantsHtml(request)) return renderer(request, reply, body);
@@ -77,6 +83,9 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
   reply.code(body.statusCode).header("x-content-type-options", "nosniff").send({ code: body.code, message: body.message });
 }
 
+/** What a 503 suggests to clients: outages we answer 503 for (database, Redis) are usually short. */
+const RETRY_AFTER_SECONDS = 5;
+
 function describe(error: FastifyError | Error): ErrorBody {
   if (error instanceof HttpError) return { statusCode: error.statusCode, code: error.code, message: error.message };
   if (error instanceof ForbiddenError) return { statusCode: 403, code: "FORBIDDEN", message: "Forbidden" };
@@ -87,6 +96,9 @@ function describe(error: FastifyError | Error): ErrorBody {
   const status = fastifyError.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {
     return { statusCode: status, code: clientErrorCode(fastifyError), message: clientErrorMessage(fastifyError) };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return { statusCode: 503, code: "DATABASE_UNAVAILABLE", message: "The database is unavailable right now; try again in a moment" };
   }
   return { statusCode: 500, code: "INTERNAL", message: "Something went wrong on our side; it has been logged" };
 }

@@ -7,8 +7,9 @@ export class HttpError extends Error {
     readonly statusCode: number,
     readonly code: string,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = "HttpError";
   }
 }
@@ -35,4 +36,3 @@ export class ForbiddenError extends Error {
 export const badRequest = (code: string, message: string) => new HttpError(400, code, message);
 export const unauthorized = (message = "Sign in or send a valid API token") => new HttpError(401, "UNAUTHENTICATED", message);
 export const notFound = (message = "Not found") => new HttpError(404, "NOT_FOUND", message);
-export const conflict = (code: string, message: string) => new HttpError(409, code, message);

@@ -23,6 +23,9 @@ export class DeviceCache {
   private readonly owners = new Map<string, Entry>();
   private generation = 0;
   private live = false;
+  /** As in the session cache: with a bound, entries are served only while the channel's last proof is this recent. */
+  private proofBoundMs: number | null = null;
+  private provenAt = 0;
 
   constructor(
     private readonly maxEntries = 50_000,
@@ -78,10 +81,21 @@ export class DeviceCache {
     }
   }
 
-  /** The channel is listening: caching may start. */
-  resume(): void {
+  /** The channel is listening: caching may start (see `AuthCache.resume` for the proof bound). */
+  resume(proofBoundMs: number | null = null): void {
     this.clear();
+    this.proofBoundMs = proofBoundMs;
+    this.provenAt = Date.now();
     this.live = true;
+  }
+
+  /** Every change committed before `sentAt` has been delivered to `invalidate`. */
+  prove(sentAt: number): void {
+    if (sentAt > this.provenAt) this.provenAt = sentAt;
+  }
+
+  private get serving(): boolean {
+    return this.live && (this.proofBoundMs === null || Date.now() - this.provenAt <= this.proofBoundMs);
   }
 
   /** The channel is lost: forget everything and serve nothing until it is back. */
@@ -98,7 +112,7 @@ export class DeviceCache {
   }
 
   private writable(version: number): boolean {
-    return this.live && version === this.generation;
+    return this.serving && version === this.generation;
   }
 
   private bound(map: Map<string, Entry>): void {
@@ -106,7 +120,7 @@ export class DeviceCache {
   }
 
   private read(map: Map<string, Entry>, key: string): DeviceIdentity | undefined {
-    if (!this.live) return undefined;
+    if (!this.serving) return undefined;
     const entry = map.get(key);
     if (!entry) return undefined;
     if (Date.now() - entry.cachedAt > this.maxAgeMs) {

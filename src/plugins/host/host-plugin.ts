@@ -1,6 +1,6 @@
 import fp from "fastify-plugin";
 import { Redis } from "ioredis";
-import { onUserChanged } from "../auth/user-admin.js";
+import { onUserChanged } from "../auth/user-changes.js";
 import { DeviceCache, HOST_INVALIDATION_CHANNEL } from "./device-cache.js";
 import { deviceRoutes } from "./device-routes.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
@@ -81,7 +81,8 @@ export const hostPlugin = fp<HostPluginOptions>(
             cache.invalidate(payload);
             if (payload.startsWith("u:")) ownerChanged(payload.slice(2));
           },
-          onReady: () => cache.resume(),
+          onReady: (proofBoundMs) => cache.resume(proofBoundMs),
+          onProven: (sentAt) => cache.prove(sentAt),
           onLost: () => cache.suspend(),
         })
       : undefined;
