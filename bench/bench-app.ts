@@ -16,10 +16,11 @@ export interface BenchApp {
 }
 
 /** The example app on `database`, listening on loopback, with one signed-up user. */
-export async function startBenchApp(database: DatabaseHandle): Promise<BenchApp> {
+/** With `redisUrl`, the app is one of several replicas sharing a dispatcher through that Redis. */
+export async function startBenchApp(database: DatabaseHandle, options: { redisUrl?: string } = {}): Promise<BenchApp> {
   await migrateToLatest(database.db, allMigrations);
   const app = await buildApp({
-    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN }),
+    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN, ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}) }),
     db: database.db,
     listen: database.listen,
     secret: "bench-secret-0123456789abcdef0123456789abcdef",

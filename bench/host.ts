@@ -2,8 +2,10 @@
  * `npm run bench -- host` (or `node --import tsx bench/host.ts`): the device host connector.
  *
  * 1. Calls: `POST /api/host/calls` running `stat` on a connected device (the real runtime, in its own
- *    process) against a bare Fastify JSON POST route, both driven by autocannon from another process:
- *    one connection (round-trip latency, p50/p99) and ten (throughput, calls/s).
+ *    process), on one replica and across two replicas on Redis (stream on the replica that did not
+ *    get the call), against a bare Fastify JSON POST route and against the MCP filesystem server's
+ *    `get_file_info` over stdio (MCP SDK client): one call at a time (latency, p50/p99) and ten at
+ *    once (throughput, calls/s; autocannon in its own process for the HTTP ones).
  * 2. Idle streams: how much memory the server holds per idle device stream, opened from another
  *    process, against the same number of plain idle keep-alive connections.
  * Machines here are noisy: read the ratios, not the absolute numbers.
@@ -19,9 +21,10 @@ import { promisify } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import Fastify from "fastify";
-import { openDatabase } from "../src/db/connect.js";
+import { openDatabase, type DatabaseHandle } from "../src/db/connect.js";
 import { createDevice, recordHello } from "../src/plugins/host/devices.js";
 import { BENCH_ORIGIN, startBenchApp } from "./bench-app.js";
+import { benchMcpFilesystem } from "./mcp-baseline.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 3000);
@@ -152,6 +155,38 @@ function waitForLine(child: ChildProcess, pattern: RegExp, stream: "stdout" | "s
   });
 }
 
+/**
+ * Two app instances on one database and one Redis (as two replicas are): the device's stream on B,
+ * the calls through A, so every call crosses Redis both ways.
+ */
+async function benchTwoReplicas(database: DatabaseHandle, work: string, seconds: number, children: ChildProcess[]) {
+  const redisUrl = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
+  const a = await startBenchApp(database, { redisUrl });
+  const b = await startBenchApp(database, { redisUrl });
+  try {
+    const token = await a.mintToken(["host:call"]);
+    const { code } = (await (await fetch(`${a.base}/api/host/pairing-codes`, { method: "POST", headers: { cookie: a.cookie, origin: BENCH_ORIGIN, "content-type": "application/json" }, body: "{}" })).json()) as { code: string };
+    const configDir = path.join(work, "config-cluster");
+    const device = startChild(["src/device/main.ts"], { TETHER_SERVER_URL: b.base, TETHER_PAIRING_CODE: code, TETHER_ROOTS: work, TETHER_CONFIG_DIR: configDir, TETHER_CONCURRENCY: "16" });
+    children.push(device);
+    await waitForLine(device, /connected to/, "stderr");
+    device.stderr!.resume();
+    const credentials = JSON.parse(await readFile(path.join(configDir, "credentials.json"), "utf8")) as { servers: Record<string, { deviceId: string }> };
+    const deviceId = credentials.servers[b.base]!.deviceId;
+    const call = { deviceId, tool: "stat", input: { path: "." } };
+    const auth = { authorization: `Bearer ${token}` };
+    for (let tries = 0; tries < 100 && !a.app.tetherHost.dispatcher.isOnline(deviceId); tries++) await new Promise((resolve) => setTimeout(resolve, 50));
+    await post(`${a.base}/api/host/calls`, call, 10, 1, auth);
+    const one = await latency(`${a.base}/api/host/calls`, call, seconds, auth);
+    const many = await post(`${a.base}/api/host/calls`, call, 10, seconds, auth);
+    device.kill("SIGTERM");
+    return { one, many };
+  } finally {
+    await a.app.close();
+    await b.app.close();
+  }
+}
+
 export async function benchHost(): Promise<void> {
   console.log("\n## Device host: tool calls through the API, and idle device streams");
   console.log(`(autocannon in its own process, ${SECONDS}s per run; the device runs in its own process)\n`);
@@ -196,17 +231,31 @@ export async function benchHost(): Promise<void> {
     const calls1 = await latency(`${base}/api/host/calls`, call, SECONDS, auth);
     const calls10 = await post(`${base}/api/host/calls`, call, 10, SECONDS, auth);
 
-    const ms = (us: number) => `${fmt(us / 1000, 2)} ms`;
-    console.log("Round trip, one request at a time on one keep-alive connection:");
-    console.log(`  bare Fastify JSON POST (baseline)     p50 ${ms(bare1.p50).padStart(9)}   p99 ${ms(bare1.p99).padStart(9)}   ${fmt(bare1.perSecond).padStart(6)} /s`);
-    console.log(
-      `  stat via POST /api/host/calls         p50 ${ms(calls1.p50).padStart(9)}   p99 ${ms(calls1.p99).padStart(9)}   ${fmt(calls1.perSecond).padStart(6)} /s` +
-        `   (p50 ${fmt(calls1.p50 / bare1.p50, 1)}×, p99 ${fmt(calls1.p99 / bare1.p99, 1)}× the baseline)`,
-    );
-    const problems = calls10.non2xx + calls10.errors > 0 ? `  (${calls10.non2xx} non-2xx, ${calls10.errors} errors!)` : "";
-    console.log("Throughput, autocannon with 10 connections:");
-    console.log(`  bare Fastify JSON POST (baseline)     ${fmt(bare10.rps).padStart(7)} /s   p99 ${fmt(bare10.p99, 0)} ms`);
-    console.log(`  stat via POST /api/host/calls         ${fmt(calls10.rps).padStart(7)} /s   p99 ${fmt(calls10.p99, 0)} ms   (${fmt((calls10.rps / bare10.rps) * 100, 1)}% of the baseline)${problems}`);
+    // The same question to the MCP filesystem server, over stdio through the MCP SDK's client.
+    await writeFile(path.join(work, "probe.txt"), "probe\n");
+    const mcp = await benchMcpFilesystem(work, path.join(work, "probe.txt"), SECONDS, 10);
+
+    // Two replicas on one Redis: the call goes to A, the device's stream is on B.
+    const cluster = await benchTwoReplicas(database, work, SECONDS, children);
+
+    const ms = (value: number, unit: "us" | "ms") => `${fmt(unit === "us" ? value / 1000 : value, 2)} ms`;
+    const rows: Array<[string, { p50: number; p99: number; perSecond: number }, "us" | "ms", { rps: number; p99: number; errors: number }]> = [
+      ["bare Fastify JSON POST (baseline)", bare1, "us", { rps: bare10.rps, p99: bare10.p99, errors: bare10.non2xx + bare10.errors }],
+      ["MCP filesystem get_file_info (stdio)", mcp.one, "ms", { rps: mcp.many.perSecond, p99: mcp.many.p99, errors: 0 }],
+      ["Tether stat, one replica", calls1, "us", { rps: calls10.rps, p99: calls10.p99, errors: calls10.non2xx + calls10.errors }],
+      ["Tether stat, two replicas + Redis", cluster.one, "us", { rps: cluster.many.rps, p99: cluster.many.p99, errors: cluster.many.non2xx + cluster.many.errors }],
+    ];
+    const p50Ms = (row: (typeof rows)[number]) => (row[2] === "us" ? row[1].p50 / 1000 : row[1].p50);
+    console.log("One call at a time (latency)                     p50        p99       calls/s |  10 at once: calls/s   p99   | p50 vs bare  vs MCP | calls/s vs bare  vs MCP");
+    for (const row of rows) {
+      const [name, one, unit, many] = row;
+      const problems = many.errors > 0 ? `  (${many.errors} failed!)` : "";
+      console.log(
+        `  ${name.padEnd(40)} ${ms(one.p50, unit).padStart(9)}  ${ms(one.p99, unit).padStart(9)}  ${fmt(one.perSecond).padStart(8)}   | ${fmt(many.rps).padStart(12)}  ${ms(many.p99, "ms").padStart(9)} |` +
+          ` ${fmt(p50Ms(row) / p50Ms(rows[0]!), 1).padStart(9)}× ${fmt(p50Ms(row) / p50Ms(rows[1]!), 1).padStart(6)}× | ${fmt((many.rps / rows[0]![3].rps) * 100, 1).padStart(12)}% ${fmt((many.rps / rows[1]![3].rps) * 100, 0).padStart(6)}%${problems}`,
+      );
+    }
+    console.log("Targets (issue 11): one replica p50 <= 1 ms and >= 3,000 calls/s at 10 connections; two replicas p50 <= 2 ms and >= 1,500 calls/s.");
     device.kill("SIGTERM");
 
     // Idle streams: devices made directly in the database (pairing them one by one is not the point).
