@@ -212,3 +212,29 @@ function contract(t: Test, backend: Backend) {
 
 t.test("in memory", async (t) => contract(t, memory));
 t.test("on Redis, two replicas", async (t) => contract(t, await redisBackend(t)));
+
+t.test("on Redis: Redis goes away, calls fail at once with DISPATCH_UNAVAILABLE and streams close; it comes back and so do they", async (t) => {
+  const redis = await startOwnRedis(t);
+  const prefix = `outage:${randomUUID()}:`;
+  const holder = createRedisDispatcher({ url: redis.url, prefix, heartbeatMs: 200 });
+  const caller = createRedisDispatcher({ url: redis.url, prefix, heartbeatMs: 200 });
+  t.teardown(async () => {
+    await holder.closeAll();
+    await caller.closeAll();
+  });
+  await eventually(() => holder.available() && caller.available(), 10_000, "both replicas on Redis");
+  const { channel } = await connected({ holder, caller });
+
+  await redis.stop();
+  await eventually(() => !holder.available() && !caller.available(), 10_000, "both replicas to notice");
+  t.match(await rejection(caller.call("d1", "stat", {})), { code: "DISPATCH_UNAVAILABLE" }, "a call fails at once");
+  t.match(channel.closed, { reason: "shutdown" }, "the stream is closed, so the device reconnects later");
+  t.notOk(caller.isOnline("d1"));
+
+  await redis.start();
+  await eventually(() => holder.available() && caller.available(), 20_000, "both replicas to recover by themselves");
+  const again = await connected({ holder, caller }); // the device reconnects
+  const pending = caller.call("d1", "stat", {});
+  t.equal(await holder.settle("d1", { id: (await again.channel.nthCall(1)).id, ok: true, result: "back" }), "accepted");
+  t.equal(await pending, "back");
+});

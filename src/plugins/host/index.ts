@@ -13,10 +13,14 @@ export {
   type DeviceConnection,
   type Dispatcher,
   type DispatchErrorCode,
+  type Expectation,
   type MemoryDispatcherOptions,
+  type PresenceChange,
   type PresenceListener,
   type SettleVerdict,
+  type StreamOwner,
 } from "./dispatcher.js";
+export { createRedisDispatcher, type RedisDispatcherOptions } from "./redis-dispatcher.js";
 export { createHostService, type CallOutcome, type CallRequest, type Caller, type DeviceView, type HostService, type WatchTopic } from "./service.js";
 export { HostError, toHttpError, type HostErrorCode } from "./errors.js";
 export { assistantTools, type AssistantTool } from "./assistant.js";
