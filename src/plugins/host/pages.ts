@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
-import { notFound } from "../../http/errors.js";
+import { HttpError, notFound } from "../../http/errors.js";
 import { signedInUser } from "../../web/guard.js";
 import { wantsFragment } from "../../web/render.js";
 import { hostCaller, hostPerson } from "./callers.js";
@@ -25,6 +25,13 @@ import { openSseStream, type SseStream } from "./sse-channel.js";
 
 const DEVICES_PATH = "/devices";
 const EVENTS_KEEP_ALIVE_MS = 25_000;
+/**
+ * Live-update streams one user may hold open in this process (one per open /devices tab). The next one
+ * is refused with 429 rather than closing the oldest: closing would make two tabs over the cap take the
+ * slot from each other on every reconnect, while a refused tab still works, only without live updates,
+ * and a closed tab frees its slot when its connection ends.
+ */
+export const MAX_LIVE_STREAMS_PER_USER = 16;
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const DeviceParams = Type.Object({ id: Id });
@@ -137,8 +144,15 @@ const routes: FastifyPluginAsync = async (instance) => {
   fastify.get(`${DEVICES_PATH}/panel/proposals`, async (request, reply) => proposalItems(request, reply));
 
   // Live updates: named events only ("devices", "proposals"); each panel re-fetches itself on its event.
+  const streamsPerUser = new Map<string, number>();
   fastify.get(`${DEVICES_PATH}/events`, async (request, reply) => {
     const owner = userId(request);
+    const open = streamsPerUser.get(owner) ?? 0;
+    if (open >= MAX_LIVE_STREAMS_PER_USER) {
+      reply.header("retry-after", String(Math.round(EVENTS_KEEP_ALIVE_MS / 1000)));
+      throw new HttpError(429, "TOO_MANY_STREAMS", `You already have ${open} live /devices pages open; close one, or reload this page later for live updates`);
+    }
+    streamsPerUser.set(owner, open + 1);
     reply.hijack();
     const stream = openSseStream(reply.raw, EVENTS_KEEP_ALIVE_MS, { "cache-control": "no-store" });
     liveStreams.add(stream);
@@ -146,6 +160,9 @@ const routes: FastifyPluginAsync = async (instance) => {
     void stream.ended.then(() => {
       stop();
       liveStreams.delete(stream);
+      const left = (streamsPerUser.get(owner) ?? 1) - 1;
+      if (left > 0) streamsPerUser.set(owner, left);
+      else streamsPerUser.delete(owner);
     });
   });
 
