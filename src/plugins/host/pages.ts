@@ -7,6 +7,7 @@ import { HttpError, notFound } from "../../http/errors.js";
 import { signedInUser } from "../../web/guard.js";
 import { wantsFragment } from "../../web/render.js";
 import { hostCaller, hostPerson } from "./callers.js";
+import { shownPart, type ShownDiff } from "./diff-limits.js";
 import { HostError, hostRefusal, rethrowAsHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
 import { diffLines, formFields, readForm, type FormBody } from "./schema-form.js";
@@ -62,7 +63,15 @@ interface ToolPanel {
 
 interface ProposalView extends Proposal {
   deviceName: string;
+  /** The lines a page renders: the start of the diff only, when it is over the shown limits. */
   lines: ReturnType<typeof diffLines>;
+  shown: Omit<ShownDiff, "text">;
+}
+
+/** A proposal as a page shows it: its diff cut to what a page may render (see diff-limits.ts). */
+function proposalView(proposal: Proposal, deviceName: string): ProposalView {
+  const { text, ...shown } = shownPart(proposal.diff);
+  return { ...proposal, deviceName, lines: diffLines(text), shown };
 }
 
 const routes: FastifyPluginAsync = async (instance) => {
@@ -81,11 +90,7 @@ const routes: FastifyPluginAsync = async (instance) => {
 
   const proposalViews = async (owner: string, devices: DeviceView[]): Promise<ProposalView[]> => {
     const names = new Map(devices.map((device) => [device.id, device.name]));
-    return (await service.pendingProposals(owner)).map((proposal) => ({
-      ...proposal,
-      deviceName: names.get(proposal.deviceId) ?? "device",
-      lines: diffLines(proposal.diff),
-    }));
+    return (await service.pendingProposals(owner)).map((proposal) => proposalView(proposal, names.get(proposal.deviceId) ?? "device"));
   };
 
   const toolPanel = async (owner: string, deviceId: string, toolName: string, submitted?: FormBody): Promise<ToolPanel> => {
@@ -218,7 +223,7 @@ const routes: FastifyPluginAsync = async (instance) => {
         panel.result = JSON.stringify(outcome.result, null, 2);
         return show(200);
       }
-      panel.proposal = { ...outcome.proposal, deviceName: panel.device.name, lines: diffLines(outcome.proposal.diff) };
+      panel.proposal = proposalView(outcome.proposal, panel.device.name);
       return show(202);
     } catch (error) {
       // The API's status for the same refusal (504 DEVICE_TIMEOUT, 429 DEVICE_BUSY, 422 a tool's own error…).
@@ -226,6 +231,18 @@ const routes: FastifyPluginAsync = async (instance) => {
       panel.error = `${refusal.message} (${refusal.code})`;
       return show(refusal.statusCode);
     }
+  });
+
+  // The whole stored diff, for a proposal too large to show on the page: a download, never rendered.
+  fastify.get(`${DEVICES_PATH}/proposals/:id/diff`, { schema: { params: DeviceParams } }, async (request, reply) => {
+    const proposal = await service.proposal(userId(request), request.params.id).catch((error: unknown) => {
+      if (error instanceof HostError) throw notFound("You have no such proposal.");
+      throw error;
+    });
+    return reply
+      .type("text/plain; charset=utf-8")
+      .header("content-disposition", `attachment; filename="proposal-${proposal.id}.diff"`)
+      .send(proposal.diff);
   });
 
   for (const decision of ["approve", "reject"] as const) {
