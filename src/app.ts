@@ -14,6 +14,7 @@ import { createActivityWriter } from "./plugins/activity/writer.js";
 import { inputGuardPlugin } from "./http/input-guard.js";
 import { withLogRedaction } from "./http/log-redaction.js";
 import { routeInventoryPlugin } from "./http/route-inventory.js";
+import { trustedOriginList } from "./http/origins.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
@@ -95,7 +96,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(cookie);
   await app.register(formbody);
   await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
-  await app.register(originGuardPlugin, { trustedOrigins: [config.baseURL, ...config.trustedOrigins] });
+  await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);
   await app.register(activityPlugin, { writer: activity });

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import path from "node:path";
+import { originOf } from "../http/origins.js";
 
 /** Validated configuration of the example app, read from the environment once at start-up. */
 export interface AppConfig {
@@ -205,13 +206,4 @@ function bareOriginOf(value: string): string | undefined {
   }
 }
 
-/** The origin of an http(s) URL, or undefined when it is not one. */
-export function originOf(value: string): string | undefined {
-  try {
-    const url = new URL(value);
-    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
-    return url.origin;
-  } catch {
-    return undefined;
-  }
-}
+export { originOf };

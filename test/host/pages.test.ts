@@ -158,3 +158,31 @@ t.test("forms from schemas, and diffs, as the page reads them", async (t) => {
     "a removed '--x' inside a hunk is a removed line, a later '---' is the next file's header",
   );
 });
+
+t.test("the page answers a refusal with the API's status, not a blanket 409", async (t) => {
+  const server = await startHostServer(t);
+  const owner = await signedIn(server.url);
+  const { deviceId, token } = await pair(owner);
+  const device = new ScriptedDevice(server.url, deviceId, token);
+  await device.hello();
+  await device.connect();
+  t.teardown(() => device.disconnect());
+
+  // A device that never answers: fill its calls in flight (64) through the API, and keep them waiting.
+  const waiting = Array.from({ length: 64 }, () => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" }, timeoutMs: 600_000 }));
+  for (let taken = 0; taken < 64; taken++) await device.nextCall();
+
+  const api = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" } });
+  t.equal(api.status, 429, "the API says busy");
+  t.equal((await json(api)).code, "DEVICE_BUSY");
+  const page = await owner.request("POST", `/devices/${deviceId}/tools/stat`, { form: { "arg.path": "a" }, headers: { "hx-request": "true" } });
+  t.equal(page.status, 429, "the page says busy too");
+  t.match(await page.text(), /DEVICE_BUSY/);
+
+  // The device goes away: the waiting calls end (502), and the tool panel then says offline like the API.
+  device.disconnect();
+  t.same([...new Set((await Promise.all(waiting)).map((response) => response.status))], [502]);
+  const offlineApi = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" } });
+  const offlinePage = await owner.request("POST", `/devices/${deviceId}/tools/stat`, { form: { "arg.path": "a" }, headers: { "hx-request": "true" } });
+  t.equal(offlinePage.status, offlineApi.status, `offline: both ${offlineApi.status}`);
+});

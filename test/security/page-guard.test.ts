@@ -32,7 +32,10 @@ const tokens = {
 };
 
 const concrete = (pattern: string) => pattern.replace(/:[A-Za-z]+/g, "x").replace(/\*/g, "x");
-const pageRoutes = app.tetherRoutes.filter((route) => !route.url.startsWith("/api/") && route.url !== "/api/auth/*");
+// Machine endpoints, where a bearer token is the credential by design: the JSON API and the MCP
+// endpoint (with its OAuth metadata). Every other route is a page, or public.
+const MACHINE_ENDPOINT = /^\/(api\/|mcp$|\.well-known\/)/;
+const pageRoutes = app.tetherRoutes.filter((route) => !MACHINE_ENDPOINT.test(route.url));
 
 interface Outcome {
   status: number;

@@ -8,6 +8,7 @@ import type { ActivityEntry } from "../activity/events.js";
 import { authActivity } from "./auth-activity.js";
 import { signInLockout } from "./sign-in-lockout.js";
 
+import { trustedOriginList } from "../../http/origins.js";
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
 
 export interface ResetPasswordMessage {
@@ -65,7 +66,7 @@ export function createAuth(options: CreateAuthOptions) {
     baseURL: options.baseURL,
     basePath: "/api/auth",
     secret: options.secret,
-    trustedOrigins: [options.baseURL, ...(options.trustedOrigins ?? [])],
+    trustedOrigins: trustedOriginList(options.baseURL, options.trustedOrigins),
     database: { db: options.db, type: "postgres", transaction: true },
     ...(options.secondaryStorage ? { secondaryStorage: options.secondaryStorage } : {}),
     telemetry: { enabled: false },

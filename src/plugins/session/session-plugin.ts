@@ -90,10 +90,14 @@ export function requireCookieSession(session: ResolvedSession, message: string):
   return session;
 }
 
+/** The one UI-safe view of a user: what pages and `/api/me` may show, never a column added later. */
+export function toUiUser(user: ResolvedSession["user"]): UiUser {
+  const { id, name, email, isSiteAdmin } = user;
+  return { id, name, email, isSiteAdmin: isSiteAdmin === true };
+}
+
 export function toUiSession(session: ResolvedSession | null): UiSession | null {
-  if (!session) return null;
-  const { id, name, email, isSiteAdmin } = session.user;
-  return { user: { id, name, email, isSiteAdmin: isSiteAdmin === true } };
+  return session ? { user: toUiUser(session.user) } : null;
 }
 
 /**
