@@ -112,11 +112,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   };
 }
 
-/** A better-auth time string such as `10m`, `5s` or `1500ms`. */
+/** A better-auth time string such as `10m`, `5s` or `1.5s`. */
 function duration(env: Env, name: string, fallback: string, problems: string[]): string {
   const raw = env[name]?.trim();
   if (!raw) return fallback;
-  if (!/^\d+(ms|s|m|h)$/.test(raw)) problems.push(`${name}=${raw} is not a duration (like 10m, 5s or 1500ms)`);
+  if (!/^\d+(\.\d+)?(s|m|h)$/.test(raw)) problems.push(`${name}=${raw} is not a duration (like 10m, 5s or 1.5s)`);
   return raw;
 }
 
