@@ -19,8 +19,11 @@ type Env = Record<string, string | undefined>;
  *   start-up; it is added again here because an explicit `ca` list would replace Node's store).
  */
 export function networkDispatcher(env: Env = process.env): Dispatcher {
+  // An http:// server is reached with plain proxy requests (absolute URLs), as curl does: many proxies
+  // allow CONNECT to port 443 only. An https:// server is always tunnelled (CONNECT).
+  const proxying = { proxyTunnel: false };
   const extra = [env.NODE_EXTRA_CA_CERTS, env.TETHER_CA_FILE].map((file) => file?.trim()).filter((file): file is string => !!file);
-  if (extra.length === 0) return new EnvHttpProxyAgent();
+  if (extra.length === 0) return new EnvHttpProxyAgent(proxying);
   const ca = [...tls.rootCertificates];
   for (const file of extra) {
     try {
@@ -30,7 +33,7 @@ export function networkDispatcher(env: Env = process.env): Dispatcher {
       throw new HostConfigError(`${name}=${file} cannot be read: ${(error as Error).message}`);
     }
   }
-  return new EnvHttpProxyAgent({ connect: { ca }, requestTls: { ca }, proxyTls: { ca } });
+  return new EnvHttpProxyAgent({ ...proxying, connect: { ca }, requestTls: { ca }, proxyTls: { ca } });
 }
 
 /** A fetch through `dispatcher` (default: `networkDispatcher()` from the environment). */
