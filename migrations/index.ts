@@ -5,6 +5,7 @@ import * as sessionInvalidation from "./0002_session_invalidation.js";
 import * as host from "./0003_host.js";
 import * as mcp from "./0040_mcp.js";
 import * as deviceAuthorization from "./0050_device_authorization.js";
+import * as accounts from "./0060_accounts.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -15,6 +16,11 @@ export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
   "0002_api_tokens": apiTokens,
   "0002_session_invalidation": sessionInvalidation,
+};
+
+/** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
+export const accountMigrations: Record<string, Migration> = {
+  "0060_accounts": accounts,
 };
 
 /** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
@@ -33,4 +39,5 @@ export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
   ...mcpMigrations,
+  ...accountMigrations,
 };

@@ -9,6 +9,12 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
+import { activityPlugin } from "./plugins/activity/activity-plugin.js";
+import { createActivityWriter } from "./plugins/activity/writer.js";
+import { inputGuardPlugin } from "./http/input-guard.js";
+import { withLogRedaction } from "./http/log-redaction.js";
+import { routeInventoryPlugin } from "./http/route-inventory.js";
+import { trustedOriginList } from "./http/origins.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
@@ -47,7 +53,8 @@ export interface BuildAppOptions {
 export async function buildApp(options: BuildAppOptions) {
   const { config } = options;
   const app = Fastify({
-    logger: options.logger ?? false,
+    // Secrets (reset tokens, codes, credentials) never reach the log: see src/http/log-redaction.ts.
+    logger: withLogRedaction(options.logger),
     // A hop count is valid at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as FastifyServerOptions["trustProxy"],
     bodyLimit: 1024 * 1024,
@@ -56,6 +63,8 @@ export async function buildApp(options: BuildAppOptions) {
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // One writer for the activity log, shared by better-auth's hooks and Tether's own routes.
+  const activity = createActivityWriter(options.db, (error) => app.log.error({ err: error }, "activity log write failed"));
   const auth = createAuth({
     db: options.db,
     baseURL: config.baseURL,
@@ -67,6 +76,9 @@ export async function buildApp(options: BuildAppOptions) {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
+    passkeys: config.passkeysEnabled,
+    signInLockout: config.signInLockout,
+    recordActivity: activity.record,
     plugins: [
       ...(config.edgeSso ? [edgeSso(config.edgeSso)] : []),
       ...hostDeviceAuthorization({
@@ -78,13 +90,16 @@ export async function buildApp(options: BuildAppOptions) {
     ],
   });
 
+  await app.register(routeInventoryPlugin);
+  await app.register(inputGuardPlugin);
   await app.register(errorHandlerPlugin);
   await app.register(cookie);
   await app.register(formbody);
   await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
-  await app.register(originGuardPlugin, { trustedOrigins: [config.baseURL, ...config.trustedOrigins] });
+  await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);
+  await app.register(activityPlugin, { writer: activity });
   await app.register(apiTokenRoutes);
   await app.register(hostPlugin, { downloadsDir: config.downloadsDir });
   await app.register(mcpPlugin);

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import path from "node:path";
+import { originOf } from "../http/origins.js";
 
 /** Validated configuration of the example app, read from the environment once at start-up. */
 export interface AppConfig {
@@ -15,6 +16,10 @@ export interface AppConfig {
   dataDir: string;
   trustProxy: boolean | string | number;
   edgeSso: EdgeSsoConfig | undefined;
+  /** Passkey registration and sign-in (`PASSKEYS_ENABLED`). */
+  passkeysEnabled: boolean;
+  /** Per-account guessing protection: `SIGN_IN_LOCKOUT_ATTEMPTS` failures within `SIGN_IN_LOCKOUT_SECONDS`. */
+  signInLockout: { maxFailures: number; windowSeconds: number };
   /** Device authorization (RFC 8628): how long a code lives, and the polling interval devices are told. */
   deviceCodeExpiresIn: string;
   devicePollInterval: string;
@@ -90,6 +95,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
 
   const edgeSso = flag("SSO_ENABLED") ? loadEdgeSso(env, problems, flag) : undefined;
+  const passkeysEnabled = flag("PASSKEYS_ENABLED");
+  const signInLockout = {
+    maxFailures: parseCount(env, "SIGN_IN_LOCKOUT_ATTEMPTS", 5, problems),
+    windowSeconds: parseCount(env, "SIGN_IN_LOCKOUT_SECONDS", 900, problems),
+  };
   const deviceCodeExpiresIn = duration(env, "DEVICE_CODE_EXPIRES_IN", "10m", problems);
   const devicePollInterval = duration(env, "DEVICE_POLL_INTERVAL", "5s", problems);
 
@@ -106,10 +116,23 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     edgeSso,
+    passkeysEnabled,
+    signInLockout,
     deviceCodeExpiresIn,
     devicePollInterval,
     downloadsDir: path.resolve(env.DOWNLOADS_DIR?.trim() || "./dist/downloads"),
   };
+}
+
+/** A positive whole number setting, or `fallback` when unset. */
+function parseCount(env: Env, name: string, fallback: number, problems: string[]): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) {
+    problems.push(`${name}=${env[name]} is not a positive whole number`);
+    return fallback;
+  }
+  return Number(raw);
 }
 
 /** A better-auth time string such as `10m`, `5s` or `1.5s`. */
@@ -183,13 +206,4 @@ function bareOriginOf(value: string): string | undefined {
   }
 }
 
-/** The origin of an http(s) URL, or undefined when it is not one. */
-export function originOf(value: string): string | undefined {
-  try {
-    const url = new URL(value);
-    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
-    return url.origin;
-  } catch {
-    return undefined;
-  }
-}
+export { originOf };

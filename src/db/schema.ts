@@ -14,6 +14,8 @@ export interface Database {
   host_pairing_code: HostPairingCodeTable;
   host_proposal: HostProposalTable;
   host_audit: HostAuditTable;
+  twoFactor: TwoFactorTable;
+  passkey: PasskeyTable;
   mcp_setting: McpSettingTable;
 }
 
@@ -29,6 +31,7 @@ export interface UserTable {
   updatedAt: Timestamp;
   isSiteAdmin: ColumnType<boolean, boolean | undefined, boolean>;
   deactivatedAt: Timestamp | null;
+  twoFactorEnabled: ColumnType<boolean | null, boolean | undefined, boolean>;
 }
 
 export interface SessionTable {
@@ -94,6 +97,7 @@ export const USER_COLUMNS = [
   "u.updatedAt",
   "u.isSiteAdmin",
   "u.deactivatedAt",
+  "u.twoFactorEnabled",
 ] as const;
 export type SessionRow = Selectable<SessionTable>;
 export type ApiTokenRow = Selectable<ApiTokenTable>;
@@ -150,7 +154,8 @@ export interface HostProposalTable {
 
 export interface HostAuditTable {
   id: Generated<string>;
-  user_id: string;
+  /** Null only for a failed sign-in naming no account (migrations/0060_accounts.ts). */
+  user_id: string | null;
   device_id: string | null;
   proposal_id: string | null;
   event: string;
@@ -164,6 +169,36 @@ export interface HostAuditTable {
   /** The credential that made the call, e.g. `token:<id>` or `oauth:<client id>` (MCP calls). */
   credential: ColumnType<string | null, string | null | undefined, string | null>;
   at: Generated<Date>;
+  ip_address: ColumnType<string | null, string | null | undefined, string | null>;
+  user_agent: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Non-secret facts about the event (sign-in method, token name, attempted address, …). */
+  detail: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+}
+
+/** better-auth's two-factor plugin (migrations/0060_accounts.ts); the secret is encrypted. */
+export interface TwoFactorTable {
+  id: string;
+  secret: string;
+  backupCodes: string;
+  userId: string;
+  verified: boolean | null;
+  failedVerificationCount: number | null;
+  lockedUntil: Timestamp | null;
+}
+
+/** @better-auth/passkey's credentials: public keys only. */
+export interface PasskeyTable {
+  id: string;
+  name: string | null;
+  publicKey: string;
+  userId: string;
+  credentialID: string;
+  counter: number;
+  deviceType: string;
+  backedUp: boolean;
+  transports: string | null;
+  createdAt: Timestamp | null;
+  aaguid: string | null;
 }
 
 export interface McpSettingTable {

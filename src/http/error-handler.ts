@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ForbiddenError, HttpError, LoginRequiredError } from "./errors.js";
+import { isHtmxRequest } from "./htmx.js";
 
 export interface ErrorBody {
   statusCode: number;
@@ -21,13 +22,13 @@ declare module "fastify" {
 /** True for a browser navigation or htmx request outside the JSON API. */
 export function wantsHtml(request: FastifyRequest): boolean {
   if (request.url.startsWith("/api/")) return false;
-  if (request.headers["hx-request"] === "true") return true;
+  if (isHtmxRequest(request)) return true;
   return (request.headers.accept ?? "").includes("text/html");
 }
 
 /** Sends the browser (or htmx, which follows `HX-Redirect` itself) to `location`. */
 export function redirectTo(request: FastifyRequest, reply: FastifyReply, location: string, status = 303): FastifyReply {
-  if (request.headers["hx-request"] === "true") {
+  if (isHtmxRequest(request)) {
     return reply.code(200).header("hx-redirect", location).send();
   }
   return reply.redirect(location, status);

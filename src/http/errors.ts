@@ -35,4 +35,3 @@ export class ForbiddenError extends Error {
 export const badRequest = (code: string, message: string) => new HttpError(400, code, message);
 export const unauthorized = (message = "Sign in or send a valid API token") => new HttpError(401, "UNAUTHENTICATED", message);
 export const notFound = (message = "Not found") => new HttpError(404, "NOT_FOUND", message);
-export const conflict = (code: string, message: string) => new HttpError(409, code, message);

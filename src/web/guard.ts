@@ -4,7 +4,8 @@
  *
  * Its `onRequest` hook runs before every other hook and handler of the context (after the app's own
  * root hooks: origin guard, cookies, session binding; before the body is even parsed). It calls
- * `request.fetchSession()`; with no session it redirects to `/login` (302, or `HX-Redirect`
+ * `request.fetchSession()`, which answers for a browser's cookie session only (an API token, scoped or
+ * not, never opens a page); with no such session it redirects to `/login` (302, or `HX-Redirect`
  * for htmx) and no protected handler runs; otherwise it sets `request.tetherUser` (the UI-safe user) for
  * the routes inside, and marks the response `Cache-Control: no-store` so the back button after
  * sign-out never shows a cached protected page.

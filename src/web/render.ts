@@ -4,6 +4,7 @@ import fp from "fastify-plugin";
 import type { UiUser } from "../plugins/session/session-plugin.js";
 import type { AssetUrls } from "./assets.js";
 import { VIEWS_DIR } from "./locations.js";
+import { isHtmxRequest } from "../http/htmx.js";
 
 export interface RenderPluginOptions {
   /** Directory of the Eta templates; `src/views` by default. */
@@ -63,10 +64,7 @@ export const format = {
   dateTime: (value: Date | string | null | undefined, empty = "—") => (value ? `${dateTimeFormat.format(new Date(value))} UTC` : empty),
 };
 
-/** True for a request made by htmx. */
-export function isHtmxRequest(request: FastifyRequest): boolean {
-  return request.headers["hx-request"] === "true";
-}
+export { isHtmxRequest };
 
 /**
  * True when the answer should be a fragment rather than a whole page: an htmx request that targets

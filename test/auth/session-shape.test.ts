@@ -68,6 +68,9 @@ t.test("fetchSession: the UI-safe session, or null", async (t) => {
   const ui = await body(await bare(url, "/test/fetch-session", { cookie: cookieOf(client) }));
   t.strictSame(ui, { value: { user: { id, name: "ui-shape", email, isSiteAdmin: false } } });
   t.strictSame(await body(await bare(url, "/test/fetch-session")), { value: null });
+  // The UI is for browsers: an API token (here an unscoped one) is no UI session.
+  const token = await mintToken(client);
+  t.strictSame(await body(await bare(url, "/test/fetch-session", bearer(token))), { value: null }, "a token caller: null");
 });
 
 t.test("an expired session: both null", async (t) => {

@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import t from "tap";
 import type { App } from "../../src/app.js";
+import { verifyApiToken } from "../../src/plugins/session/index.js";
 import { startTestApp } from "../helpers/app.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { afterSqlChange, bare, bearer, body, cookieOf, mintToken, newUser, PASSWORD, SESSION_COOKIE, sessionSetCookie, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
@@ -139,12 +140,14 @@ t.test("state table", async (t) => {
     const { client, id, email } = await newUser(url, "deactivated");
     const token = await mintToken(client);
     const cookie = cookieOf(client);
+    t.match(await verifyApiToken(db, token), { user: { id } }, "the exported verifier accepts the token while the user is active");
     t.equal((await whoAmI(url, { cookie })).status, 200, "cookie resolves (and is cached)");
     t.equal((await whoAmI(url, bearer(token))).status, 200, "token resolves (and is cached)");
     await sql`update "user" set "deactivatedAt" = now() where id = ${id}`.execute(db);
     t.equal(await statusAfterSqlChange(url, { cookie }, 401), 401, "the very next cookie request is anonymous");
     t.equal(await statusAfterSqlChange(url, bearer(token), 401), 401, "the very next token request is anonymous");
     t.same(await body(await bare(url, "/test/session", { cookie })), { userId: null, via: null }, "getSession is null");
+    t.equal(await verifyApiToken(db, token), null, "the exported verifier refuses the token as the request path does");
 
     const again = await new TestClient(url).signIn(email);
     t.equal(again.status, 403, "sign-in of a deactivated user is refused");

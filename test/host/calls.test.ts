@@ -30,7 +30,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
       listed.devices[0].tools.map((tool: { name: string; class: string }) => [tool.name, tool.class]),
       [["stat", "read"], ["write_file", "mutate"], ["open_path", "action"]],
     );
-    const audit = await server.database.db.selectFrom("host_audit").selectAll().where("device_id", "=", deviceId).where("event", "=", "call").execute();
+    const audit = await server.database.db.selectFrom("host_audit").selectAll().where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
     t.equal(audit.length, 2, "each call is in the audit log");
     t.match(audit[0], { actor: "session", tool: "stat", mode: "run", outcome: "ok" });
   });

@@ -115,8 +115,9 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
   t.equal((await stranger.get(`/devices/${deviceId}/tools/stat`)).status, 404);
   t.equal((await stranger.request("POST", `/devices/proposals/${proposalId}/reject`, { form: {}, headers: { "hx-request": "true" } })).status, 404);
   const { token: apiToken } = await json(await owner.post("/api/tokens", { name: "t", scopes: ["host:call"] }));
-  const byToken = await fetch(`${server.url}/devices/pair`, { method: "POST", headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" } });
-  t.equal(byToken.status, 403);
+  const byToken = await fetch(`${server.url}/devices/pair`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" } });
+  t.equal(byToken.status, 302, "pages are for browsers: a token is sent to sign in");
+  t.equal(byToken.headers.get("location"), "/login");
 });
 
 t.test("forms from schemas, and diffs, as the page reads them", async (t) => {
@@ -156,4 +157,32 @@ t.test("forms from schemas, and diffs, as the page reads them", async (t) => {
     ["header", "header", "hunk", "context", "removed", "added", "context", "header", "header", "hunk", "removed", "added"],
     "a removed '--x' inside a hunk is a removed line, a later '---' is the next file's header",
   );
+});
+
+t.test("the page answers a refusal with the API's status, not a blanket 409", async (t) => {
+  const server = await startHostServer(t);
+  const owner = await signedIn(server.url);
+  const { deviceId, token } = await pair(owner);
+  const device = new ScriptedDevice(server.url, deviceId, token);
+  await device.hello();
+  await device.connect();
+  t.teardown(() => device.disconnect());
+
+  // A device that never answers: fill its calls in flight (64) through the API, and keep them waiting.
+  const waiting = Array.from({ length: 64 }, () => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" }, timeoutMs: 600_000 }));
+  for (let taken = 0; taken < 64; taken++) await device.nextCall();
+
+  const api = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" } });
+  t.equal(api.status, 429, "the API says busy");
+  t.equal((await json(api)).code, "DEVICE_BUSY");
+  const page = await owner.request("POST", `/devices/${deviceId}/tools/stat`, { form: { "arg.path": "a" }, headers: { "hx-request": "true" } });
+  t.equal(page.status, 429, "the page says busy too");
+  t.match(await page.text(), /DEVICE_BUSY/);
+
+  // The device goes away: the waiting calls end (502), and the tool panel then says offline like the API.
+  device.disconnect();
+  t.same([...new Set((await Promise.all(waiting)).map((response) => response.status))], [502]);
+  const offlineApi = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" } });
+  const offlinePage = await owner.request("POST", `/devices/${deviceId}/tools/stat`, { form: { "arg.path": "a" }, headers: { "hx-request": "true" } });
+  t.equal(offlinePage.status, offlineApi.status, `offline: both ${offlineApi.status}`);
 });

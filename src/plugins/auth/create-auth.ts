@@ -1,8 +1,14 @@
 import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type SecondaryStorage } from "better-auth";
 import { APIError } from "better-auth/api";
+import { passkey } from "@better-auth/passkey";
+import { twoFactor } from "better-auth/plugins";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
+import type { ActivityEntry } from "../activity/events.js";
+import { authActivity } from "./auth-activity.js";
+import { signInLockout } from "./sign-in-lockout.js";
 
+import { trustedOriginList } from "../../http/origins.js";
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
 
 export interface ResetPasswordMessage {
@@ -24,6 +30,12 @@ export interface CreateAuthOptions {
   sendResetPassword?: (message: ResetPasswordMessage) => Promise<void> | void;
   /** Rate limiting; the example app turns it on exactly when NODE_ENV=production. */
   rateLimit?: boolean;
+  /** Passkey registration and sign-in (`PASSKEYS_ENABLED=true`); the relying party is `baseURL`. */
+  passkeys?: boolean;
+  /** Guessing protection per account (see sign-in-lockout.ts); 5 failures in 15 minutes by default. */
+  signInLockout?: { maxFailures: number; windowSeconds: number };
+  /** Where security events go (the activity log's writer); nowhere when omitted. */
+  recordActivity?: (entry: ActivityEntry) => void;
   /** Extra plugins, composed after the built-in ones. */
   plugins?: BetterAuthPlugin[];
 }
@@ -31,18 +43,30 @@ export interface CreateAuthOptions {
 /** Session lifetime: 7 days, extended (at most once a day) while the user keeps coming back. */
 export const SESSION_EXPIRES_IN_SECONDS = 7 * 24 * 60 * 60;
 export const SESSION_UPDATE_AGE_SECONDS = 24 * 60 * 60;
+export const DEFAULT_SIGN_IN_LOCKOUT = { maxFailures: 5, windowSeconds: 15 * 60 };
 
 /**
  * Builds the app's one better-auth instance. There is no singleton: the consuming app calls this once
  * and hands the result to the `tether-auth` plugin.
  */
 export function createAuth(options: CreateAuthOptions) {
+  const recordActivity = options.recordActivity ?? (() => {});
+  const accountPlugins = [
+    twoFactor({ issuer: "Tether" }),
+    ...(options.passkeys ? [passkey({ rpName: "Tether", origin: new URL(options.baseURL).origin })] : []),
+    signInLockout({
+      ...(options.signInLockout ?? DEFAULT_SIGN_IN_LOCKOUT),
+      ...(options.secondaryStorage ? { storage: options.secondaryStorage } : {}),
+      record: recordActivity,
+    }),
+    authActivity(recordActivity),
+  ];
   const authOptions = {
     appName: "Tether",
     baseURL: options.baseURL,
     basePath: "/api/auth",
     secret: options.secret,
-    trustedOrigins: [options.baseURL, ...(options.trustedOrigins ?? [])],
+    trustedOrigins: trustedOriginList(options.baseURL, options.trustedOrigins),
     database: { db: options.db, type: "postgres", transaction: true },
     ...(options.secondaryStorage ? { secondaryStorage: options.secondaryStorage } : {}),
     telemetry: { enabled: false },
@@ -99,7 +123,7 @@ export function createAuth(options: CreateAuthOptions) {
         },
       },
     },
-    plugins: [...(options.plugins ?? [])],
+    plugins: [...accountPlugins, ...(options.plugins ?? [])],
   } satisfies BetterAuthOptions;
   return betterAuth(authOptions);
 }

@@ -1,10 +1,10 @@
 import type { FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { originOf } from "../../config/env.js";
+import { originOf } from "../../http/origins.js";
 import { HttpError } from "../../http/errors.js";
 
 export interface OriginGuardOptions {
-  /** Trusted origins: the auth base URL's origin plus `TRUSTED_ORIGINS`. */
+  /** Trusted origins: `trustedOriginList(baseURL, TRUSTED_ORIGINS)`, the list better-auth gets too. */
   trustedOrigins: string[];
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
+import { bearerToken } from "../../http/bearer.js";
 import { badRequest } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
 import { verifyDeviceToken } from "./devices.js";
@@ -87,9 +88,9 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
     authenticated.decorateRequest("tetherDevice", null);
     authenticated.addHook("onRequest", async (request) => {
       checkProtocol(request);
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
-      if (!match) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
-      const verdict = await verifyDeviceToken(fastify.tetherDb, match[1]!);
+      const token = bearerToken(request.headers.authorization);
+      if (token === undefined) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
+      const verdict = await verifyDeviceToken(fastify.tetherDb, token);
       if (!verdict.ok) {
         throw verdict.reason === "revoked"
           ? new HostError("DEVICE_REVOKED", "This device's credential was revoked; pair the device again")

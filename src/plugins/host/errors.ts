@@ -1,5 +1,5 @@
 import { HttpError } from "../../http/errors.js";
-import { DeviceCallError } from "./dispatcher.js";
+import { DeviceCallError, type DispatchErrorCode } from "./dispatcher.js";
 
 /**
  * A refusal by the host service (no HTTP in it): a code and a message. The host routes turn these,
@@ -39,7 +39,7 @@ const HOST_STATUS = {
   NOT_A_READ_TOOL: 403,
 } as const;
 
-const DISPATCH_STATUS: Record<string, number> = {
+const DISPATCH_STATUS: Record<DispatchErrorCode, number> = {
   UNKNOWN_TOOL: 400,
   INVALID_MODE: 400,
   DEVICE_OFFLINE: 409,
@@ -57,12 +57,22 @@ export async function rethrowAsHttpError(error: unknown): Promise<never> {
   throw toHttpError(error);
 }
 
-/** The one mapping from host and dispatch errors to HTTP: a tool's own error is 422 with its code. */
+/**
+ * The one mapping from host and dispatch errors to HTTP, for the API and the pages alike: a tool's own
+ * error is 422 with its code. Anything else is returned as it is.
+ */
 export function toHttpError(error: unknown): unknown {
   if (error instanceof HostError) return new HttpError(HOST_STATUS[error.code], error.code, error.message);
   if (error instanceof DeviceCallError) {
-    const status = error.fromTool ? 422 : (DISPATCH_STATUS[error.code] ?? 502);
+    const status = error.fromTool ? 422 : (DISPATCH_STATUS[error.code as DispatchErrorCode] ?? 502);
     return new HttpError(status, error.code, error.message);
   }
   return error;
+}
+
+/** A host or dispatch refusal as the HttpError the API would answer; anything else is rethrown. */
+export function hostRefusal(error: unknown): HttpError {
+  const mapped = toHttpError(error);
+  if (mapped instanceof HttpError) return mapped;
+  throw error;
 }

@@ -8,8 +8,7 @@ import { signedInUser } from "../../web/guard.js";
 import { wantsFragment } from "../../web/render.js";
 import { agentVersion, isOlderVersion } from "../../protocol/versions.js";
 import { hostCaller, hostPerson } from "./callers.js";
-import { DeviceCallError } from "./dispatcher.js";
-import { HostError, rethrowAsHttpError } from "./errors.js";
+import { HostError, hostRefusal, rethrowAsHttpError } from "./errors.js";
 import type { Proposal } from "./proposals.js";
 import { diffLines, formFields, readForm, type FormBody } from "./schema-form.js";
 import type { DeviceView } from "./service.js";
@@ -217,11 +216,10 @@ const routes: FastifyPluginAsync = async (instance) => {
       panel.proposal = { ...outcome.proposal, deviceName: panel.device.name, lines: diffLines(outcome.proposal.diff) };
       return show(202);
     } catch (error) {
-      if (error instanceof DeviceCallError || error instanceof HostError) {
-        panel.error = `${error.message} (${error.code})`;
-        return show(error instanceof DeviceCallError && error.fromTool ? 422 : 409);
-      }
-      throw error;
+      // The API's status for the same refusal (504 DEVICE_TIMEOUT, 429 DEVICE_BUSY, 422 a tool's own error…).
+      const refusal = hostRefusal(error);
+      panel.error = `${refusal.message} (${refusal.code})`;
+      return show(refusal.statusCode);
     }
   });
 
@@ -238,9 +236,9 @@ const routes: FastifyPluginAsync = async (instance) => {
           outcome = { kind: "success", text: "Proposal rejected." };
         }
       } catch (error) {
-        if (!(error instanceof DeviceCallError || error instanceof HostError)) throw error;
-        outcome = { kind: "error", text: `${decision === "approve" ? "Not applied" : "Not rejected"}: ${error.message} (${error.code})` };
-        reply.code(error instanceof HostError && error.code === "PROPOSAL_NOT_FOUND" ? 404 : 409);
+        const refusal = hostRefusal(error);
+        outcome = { kind: "error", text: `${decision === "approve" ? "Not applied" : "Not rejected"}: ${refusal.message} (${refusal.code})` };
+        reply.code(refusal.statusCode);
       }
       if (!wantsFragment(request)) {
         if (outcome.kind === "success") return redirectTo(request, reply, `${DEVICES_PATH}?notice=${decision === "approve" ? "applied" : "rejected"}`);

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
-import { tokenAllows } from "../session/api-tokens.js";
+import { bearerToken } from "../../http/bearer.js";
+import { API_TOKEN_PREFIX, tokenAllows } from "../session/api-tokens.js";
 import { HOST_CALL_SCOPE } from "../host/callers.js";
 import type { Caller } from "../host/service.js";
 import * as store from "./store.js";
@@ -31,18 +32,15 @@ export class McpAuthError extends Error {
 /** Verifies a bearer value that is not an `sk_` token (an OAuth access token); null when it is not valid. */
 export type OAuthVerifier = (token: string) => Promise<McpCaller | null>;
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
-
 export async function authenticate(request: FastifyRequest, db: Kysely<Database>, oauth: OAuthVerifier | undefined): Promise<McpCaller> {
-  const header = request.headers.authorization;
-  const bearer = header ? BEARER.exec(header)?.[1] : undefined;
+  const bearer = bearerToken(request.headers.authorization);
   if (!bearer) {
     if (request.headers.cookie && (await request.getSession())?.session) {
       throw new McpAuthError(401, "invalid_request", "A browser session cannot use /mcp: send an API token or an OAuth access token as a Bearer credential");
     }
     throw new McpAuthError(401, "invalid_request", `Send an API token with the "${HOST_CALL_SCOPE}" scope, or an OAuth access token, as a Bearer credential`);
   }
-  if (bearer.startsWith("sk_")) return apiTokenCaller(request, db);
+  if (bearer.startsWith(API_TOKEN_PREFIX)) return apiTokenCaller(request, db);
   const caller = oauth ? await oauth(bearer) : null;
   if (!caller) throw new McpAuthError(401, "invalid_token", "This access token is not valid (expired, revoked or unknown)");
   return caller;

@@ -2,8 +2,18 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
 import { USER_COLUMNS, type ApiTokenRow, type Database, type UserRow } from "../../db/schema.js";
+import type { AuthCache } from "./auth-cache.js";
 
 export const API_TOKEN_PREFIX = "sk_";
+
+/** What a new token may be: the JSON API's schema and the settings page's form both check these. */
+export const API_TOKEN_LIMITS = {
+  nameMaxLength: 100,
+  maxScopes: 32,
+  maxExpiresInDays: 3650,
+  /** A scope: lowercase letters, digits and `: _ . -`, starting with a letter. */
+  scopePattern: "^[a-z][a-z0-9:_.-]{0,63}$",
+} as const;
 /** How much of a token's value a list shows (`sk_` plus 6 characters): enough to tell tokens apart. */
 const VISIBLE_PREFIX_LENGTH = API_TOKEN_PREFIX.length + 6;
 /** last_used_at is written at most this often per token, so verifying is normally read-only. */
@@ -116,16 +126,42 @@ export function markApiTokenUsed(db: Kysely<Database>, tokenId: string, at = new
     .catch(() => {});
 }
 
+/** Where verified tokens may be remembered: the session plugin's `AuthCache`, kept correct by notifications. */
+export type ApiTokenCache = Pick<AuthCache, "version" | "getToken" | "storeToken">;
+
+export type ApiTokenVerifier = (value: string) => Promise<VerifiedApiToken | null>;
+
 /**
- * Verifies an `sk_…` value without a cache: one indexed lookup; the last-used time is written only
- * when it is a minute stale. (The session plugin does the same through its cache.)
+ * The one verifier of `sk_…` values: well-formed, known (one indexed lookup by hash, or the cache),
+ * not expired, and its user not deactivated. The last-used time is written only when a minute stale.
+ * The session plugin builds it with its cache; `verifyApiToken` is the same function without one.
  */
-export async function verifyApiToken(db: Kysely<Database>, value: string): Promise<VerifiedApiToken | null> {
-  if (!isWellFormedApiToken(value)) return null;
-  const stored = await findApiTokenByHash(db, hashSecret(value));
-  if (!stored || isExpired(stored)) return null;
-  if (isLastUsedStale(stored)) markApiTokenUsed(db, stored.tokenId);
-  return { tokenId: stored.tokenId, scopes: stored.scopes, user: stored.user };
+export function createApiTokenVerifier(db: Kysely<Database>, cache?: ApiTokenCache): ApiTokenVerifier {
+  return async (value) => {
+    if (!isWellFormedApiToken(value)) return null;
+    const hash = hashSecret(value);
+    let stored = cache?.getToken(hash);
+    if (!stored) {
+      const version = cache?.version ?? 0;
+      const found = await findApiTokenByHash(db, hash);
+      if (!found) return null;
+      cache?.storeToken(hash, found, version);
+      stored = found;
+    }
+    const now = Date.now();
+    if (isExpired(stored, now) || stored.user.deactivatedAt) return null;
+    if (isLastUsedStale(stored, now)) {
+      markApiTokenUsed(db, stored.tokenId, new Date(now));
+      // The cached copy is frozen; re-store it with the new time so the next minute writes nothing.
+      if (cache) cache.storeToken(hash, { ...stored, lastUsedAt: new Date(now) }, cache.version);
+    }
+    return { tokenId: stored.tokenId, scopes: stored.scopes, user: stored.user };
+  };
+}
+
+/** Verifies an `sk_…` value, uncached: what `request.getSession()` accepts, and nothing else. */
+export function verifyApiToken(db: Kysely<Database>, value: string): Promise<VerifiedApiToken | null> {
+  return createApiTokenVerifier(db)(value);
 }
 
 /** A token without scopes is unrestricted; a scoped one carries only its scopes. */

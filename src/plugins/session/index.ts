@@ -1,5 +1,5 @@
 /** `tether/session`: per-request session resolution and API tokens. */
-export { sessionPlugin, toUiSession, type SessionOptions, type UiSession, type UiUser } from "./session-plugin.js";
+export { sessionPlugin, toUiSession, toUiUser, type SessionOptions, type UiSession, type UiUser } from "./session-plugin.js";
 export { createSessionResolver, findSessionWithUser, type ResolvedSession, type CookieSession, type TokenSession, type SessionUser } from "./resolve-session.js";
 export {
   API_TOKEN_PREFIX,

@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
 import { USER_COLUMNS, type Database, type SessionRow, type UserRow } from "../../db/schema.js";
 import type { Auth } from "../auth/create-auth.js";
-import { hashSecret } from "../../crypto/secrets.js";
-import { findApiTokenByHash, isExpired, isLastUsedStale, isWellFormedApiToken, markApiTokenUsed } from "./api-tokens.js";
+import { bearerToken } from "../../http/bearer.js";
+import { createApiTokenVerifier } from "./api-tokens.js";
 import type { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
 
@@ -92,26 +92,13 @@ export function createSessionResolver(deps: SessionResolverDeps) {
     return { session: refreshed, tokenScopes: null, setCookies };
   }
 
+  const verifyToken = createApiTokenVerifier(db, cache);
+
   async function resolveToken(authorization: string): Promise<Resolution> {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match || !isWellFormedApiToken(match[1]!)) return ANONYMOUS;
-    const hash = hashSecret(match[1]!);
-    let stored = cache?.getToken(hash);
-    if (!stored) {
-      const version = cache?.version ?? 0;
-      const found = await findApiTokenByHash(db, hash);
-      if (!found) return ANONYMOUS;
-      cache?.storeToken(hash, found, version);
-      stored = found;
-    }
-    const now = Date.now();
-    if (isExpired(stored, now) || stored.user.deactivatedAt) return ANONYMOUS;
-    if (isLastUsedStale(stored, now)) {
-      markApiTokenUsed(db, stored.tokenId, new Date(now));
-      // The cached copy is frozen; re-store it with the new time so the next minute writes nothing.
-      if (cache) cache.storeToken(hash, { ...stored, lastUsedAt: new Date(now) }, cache.version);
-    }
-    return { session: { user: stored.user, session: null }, tokenScopes: stored.scopes, tokenId: stored.tokenId, setCookies: [] };
+    const value = bearerToken(authorization);
+    const verified = value === undefined ? null : await verifyToken(value);
+    if (!verified) return ANONYMOUS;
+    return { session: { user: verified.user, session: null }, tokenScopes: verified.scopes, tokenId: verified.tokenId, setCookies: [] };
   }
 
   // Cookie values whose signature already checked out: a returning cookie costs a lookup, not an HMAC.

@@ -49,7 +49,10 @@ declare module "fastify" {
     requireSession(options?: SessionOptions): Promise<ResolvedSession>;
     /** The session of a site admin, or a thrown 302 (anonymous) / 403 `Forbidden` (not an admin). */
     requireSiteAdmin(options?: SessionOptions): Promise<ResolvedSession>;
-    /** The UI-safe session, or null. */
+    /**
+     * The UI-safe session of a browser (a cookie session), or null. Pages are for browsers: an API
+     * token, scoped or not, never opens one (it would read pending diffs and revoke the user's tokens).
+     */
     fetchSession(): Promise<UiSession | null>;
     /**
      * The API token this request resolved to (id and scopes), or null for a cookie or anonymous
@@ -87,10 +90,14 @@ export function requireCookieSession(session: ResolvedSession, message: string):
   return session;
 }
 
+/** The one UI-safe view of a user: what pages and `/api/me` may show, never a column added later. */
+export function toUiUser(user: ResolvedSession["user"]): UiUser {
+  const { id, name, email, isSiteAdmin } = user;
+  return { id, name, email, isSiteAdmin: isSiteAdmin === true };
+}
+
 export function toUiSession(session: ResolvedSession | null): UiSession | null {
-  if (!session) return null;
-  const { id, name, email, isSiteAdmin } = session.user;
-  return { user: { id, name, email, isSiteAdmin: isSiteAdmin === true } };
+  return session ? { user: toUiUser(session.user) } : null;
 }
 
 /**
@@ -156,7 +163,8 @@ export const sessionPlugin = fp(
       return session;
     }
     async function fetchSession(this: FastifyRequest) {
-      return toUiSession(await this.getSession());
+      const session = await this.getSession();
+      return session?.session ? toUiSession(session) : null;
     }
     async function getApiToken(this: FastifyRequest) {
       const { session, tokenScopes, tokenId } = await resolveOnce(this);
@@ -170,13 +178,25 @@ export const sessionPlugin = fp(
     fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
     fastify.decorateRequest("fetchSession", fetchSession);
     fastify.decorateRequest("getApiToken", getApiToken);
+    // The activity log (tether-activity) registers after this plugin; it is looked up when a token changes.
+    const recordTokenEvent = (userId: string, event: "token.create" | "token.revoke", name: string) => {
+      if (fastify.hasDecorator("tetherActivity")) fastify.tetherActivity.record({ userId, event, actor: "session", outcome: "ok", detail: { name } });
+    };
     fastify.decorate("tetherApiTokens", {
-      create: (input) => createApiToken(db, input),
+      async create(input) {
+        const created = await createApiToken(db, input);
+        recordTokenEvent(input.userId, "token.create", created.name);
+        return created;
+      },
       list: (userId) => listApiTokens(db, userId),
       async revoke(userId, tokenId) {
+        const token = (await listApiTokens(db, userId)).find((t) => t.id === tokenId);
         const revoked = await revokeApiToken(db, userId, tokenId);
         // This process's cache forgets the token now; other processes hear it from the database.
-        if (revoked) notifyUserChanged(auth, userId);
+        if (revoked) {
+          notifyUserChanged(auth, userId);
+          recordTokenEvent(userId, "token.revoke", token?.name ?? tokenId);
+        }
         return revoked;
       },
     } satisfies ApiTokenService);

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
 import { badRequest, notFound, unauthorized } from "../../http/errors.js";
+import { API_TOKEN_LIMITS } from "./api-tokens.js";
 import { requireCookieSession } from "./session-plugin.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
@@ -10,13 +11,11 @@ export const TOKENS_SCOPE = "tokens";
 
 export const MINT_NEEDS_BROWSER = "API tokens can be created only from a signed-in browser session";
 
-export const SCOPE_PATTERN = "^[a-z][a-z0-9:_.-]{0,63}$";
-
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100 }),
-    scopes: Type.Optional(Type.Array(Type.String({ pattern: SCOPE_PATTERN }), { maxItems: 32 })),
-    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+    name: Type.String({ minLength: 1, maxLength: API_TOKEN_LIMITS.nameMaxLength }),
+    scopes: Type.Optional(Type.Array(Type.String({ pattern: API_TOKEN_LIMITS.scopePattern }), { maxItems: API_TOKEN_LIMITS.maxScopes })),
+    expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: API_TOKEN_LIMITS.maxExpiresInDays })),
   },
   { additionalProperties: false },
 );

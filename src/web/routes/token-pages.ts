@@ -4,17 +4,14 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
 import { notFound } from "../../http/errors.js";
-import type { CreatedApiToken } from "../../plugins/session/api-tokens.js";
-import { requireCookieSession } from "../../plugins/session/session-plugin.js";
-import { MINT_NEEDS_BROWSER, SCOPE_PATTERN } from "../../plugins/session/token-routes.js";
+import { API_TOKEN_LIMITS, type CreatedApiToken } from "../../plugins/session/api-tokens.js";
 import { optionalText, type FormState } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
 
 const TOKENS_PATH = "/settings/tokens";
-const NAME_MAX_LENGTH = 100;
-const MAX_SCOPES = 32;
-const scopePattern = new RegExp(SCOPE_PATTERN);
+const { nameMaxLength: NAME_MAX_LENGTH, maxScopes: MAX_SCOPES } = API_TOKEN_LIMITS;
+const scopePattern = new RegExp(API_TOKEN_LIMITS.scopePattern);
 /** A token that is not (or no longer) one of the user's: revoked in another tab, or never theirs. */
 const GONE = "This token does not exist any more. It may have been revoked in another window.";
 
@@ -81,7 +78,6 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   );
 
   fastify.post(TOKENS_PATH, { schema: { body: CreateTokenForm } }, async (request, reply) => {
-    requireCookieSession(await request.requireSession(), MINT_NEEDS_BROWSER);
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
     const created = await fastify.tetherApiTokens.create({ userId: signedInUser(request).id, ...input });
