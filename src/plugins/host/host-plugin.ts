@@ -1,6 +1,6 @@
 import path from "node:path";
 import fp from "fastify-plugin";
-import { onUserChanged } from "../auth/user-admin.js";
+import { onUserChanged } from "../auth/user-changes.js";
 import { deviceRoutes } from "./device-routes.js";
 import { downloadRoutes } from "./download-routes.js";
 import { downloadCatalog, type DownloadCatalog } from "./downloads.js";
