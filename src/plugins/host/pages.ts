@@ -6,6 +6,7 @@ import { redirectTo } from "../../http/error-handler.js";
 import { HttpError, notFound } from "../../http/errors.js";
 import { signedInUser } from "../../web/guard.js";
 import { wantsFragment } from "../../web/render.js";
+import { agentVersion, isOlderVersion } from "../../protocol/versions.js";
 import { hostCaller, hostPerson } from "./callers.js";
 import { shownPart, type ShownDiff } from "./diff-limits.js";
 import { HostError, hostRefusal, rethrowAsHttpError } from "./errors.js";
@@ -106,13 +107,24 @@ const routes: FastifyPluginAsync = async (instance) => {
     return { device, tool, fields: formFields(tool.inputSchema, submitted) };
   };
 
+  /** The owner's devices, each running an older tether-host than the one on offer noted with it. */
+  const listDevices = async (owner: string) => {
+    const offered = await fastify.tetherHostDownloads.version();
+    return (await service.listDevices(owner)).map((device) => {
+      const running = agentVersion(device.agent);
+      return { ...device, updateTo: running && isOlderVersion(running, offered) ? offered : undefined };
+    });
+  };
+
   /** The whole page; any panel may carry extras (a pairing code, a tool run, a notice). */
   const page = async (request: FastifyRequest, reply: FastifyReply, extras: Record<string, unknown> = {}) => {
     const owner = userId(request);
-    const devices = await service.listDevices(owner);
+    const devices = await listDevices(owner);
     return reply.render("devices", {
       title: "Devices",
       devices,
+      downloads: await fastify.tetherHostDownloads.list(),
+      baseURL,
       proposals: await proposalViews(owner, devices),
       pair: undefined,
       tool: undefined,
@@ -125,7 +137,7 @@ const routes: FastifyPluginAsync = async (instance) => {
 
   /** The lists alone (what #devices-list and #proposals-list swap in). */
   const deviceItems = async (request: FastifyRequest, reply: FastifyReply) =>
-    reply.render("devices-items", { devices: await service.listDevices(userId(request)) });
+    reply.render("devices-items", { devices: await listDevices(userId(request)) });
 
   const proposalItems = async (request: FastifyRequest, reply: FastifyReply) => {
     const owner = userId(request);
