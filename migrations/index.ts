@@ -2,6 +2,7 @@ import type { Migration } from "kysely/migration";
 import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0002_session_invalidation.js";
+import * as deactivationEndsSessions from "./0010_deactivation_ends_sessions.js";
 import * as host from "./0003_host.js";
 import * as mcp from "./0040_mcp.js";
 import * as oauthProvider from "./0041_oauth_provider.js";
@@ -17,6 +18,7 @@ export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
   "0002_api_tokens": apiTokens,
   "0002_session_invalidation": sessionInvalidation,
+  "0010_deactivation_ends_sessions": deactivationEndsSessions,
 };
 
 /** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */

@@ -3,7 +3,7 @@ export { createAuth, type Auth, type CreateAuthOptions, type ResetPasswordMessag
 export { authPlugin, type AuthPluginOptions, type AuthCall } from "./auth-plugin.js";
 export { originGuardPlugin, judgeOrigin, type OriginGuardOptions, type OriginVerdict } from "./origin-guard.js";
 export { edgeSso, type EdgeSsoOptions } from "./edge-sso.js";
-export { redisSecondaryStorage } from "./redis-storage.js";
+export { redisCounterStorage, redisRateLimitStorage } from "./redis-storage.js";
 export { userAdmin, type UserAdmin, type UserListing } from "./user-admin.js";
 export { errorHandlerPlugin, wantsHtml, redirectTo, type ErrorBody, type ErrorPageRenderer } from "../../http/error-handler.js";
 export { HttpError, LoginRequiredError, ForbiddenError } from "../../http/errors.js";

@@ -93,6 +93,8 @@ export const mcpPlugin = fp<McpPluginOptions>(
       reply.code(response.status);
       for (const [name, value] of response.headers) reply.header(name, value);
       if (request.method === "GET" && response.status === 200 && response.body) {
+        // Long-lived by design: exempt from the server's idle-socket timeout (CONNECTION_TIMEOUT_MS).
+        reply.raw.setTimeout(0);
         const close = holdNotificationStream(fastify, caller, server, recheckIntervalMs);
         openStreams.add(close);
         request.raw.once("close", () => {
