@@ -5,7 +5,8 @@
  *    process), on one replica and across two replicas on Redis (stream on the replica that did not
  *    get the call), against a bare Fastify JSON POST route and against the MCP filesystem server's
  *    `get_file_info` over stdio (MCP SDK client): one call at a time (latency, p50/p99) and ten at
- *    once (throughput, calls/s; autocannon in its own process for the HTTP ones).
+ *    once (throughput, calls/s; autocannon in its own process for the HTTP ones). The same `stat`
+ *    through Tether's own MCP endpoint (`tools/call` POSTed to `/mcp`) in the same run.
  * 2. Idle streams: how much memory the server holds per idle device stream, opened from another
  *    process, against the same number of plain idle keep-alive connections.
  * Machines here are noisy: read the ratios, not the absolute numbers.
@@ -230,6 +231,11 @@ export async function benchHost(): Promise<void> {
     await post(`${base}/api/host/calls`, call, 10, 1, auth);
     const calls1 = await latency(`${base}/api/host/calls`, call, SECONDS, auth);
     const calls10 = await post(`${base}/api/host/calls`, call, 10, SECONDS, auth);
+    const mcpCall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "stat", arguments: { device: deviceId, path: "." } } };
+    const mcpHeaders = { ...auth, accept: "application/json, text/event-stream" };
+    await post(`${base}/mcp`, mcpCall, 10, 1, mcpHeaders);
+    const mcp1 = await latency(`${base}/mcp`, mcpCall, SECONDS, mcpHeaders);
+    const mcp10 = await post(`${base}/mcp`, mcpCall, 10, SECONDS, mcpHeaders);
 
     // The same question to the MCP filesystem server, over stdio through the MCP SDK's client.
     await writeFile(path.join(work, "probe.txt"), "probe\n");
@@ -243,6 +249,7 @@ export async function benchHost(): Promise<void> {
       ["bare Fastify JSON POST (baseline)", bare1, "us", { rps: bare10.rps, p99: bare10.p99, errors: bare10.non2xx + bare10.errors }],
       ["MCP filesystem get_file_info (stdio)", mcp.one, "ms", { rps: mcp.many.perSecond, p99: mcp.many.p99, errors: 0 }],
       ["Tether stat, one replica", calls1, "us", { rps: calls10.rps, p99: calls10.p99, errors: calls10.non2xx + calls10.errors }],
+      ["Tether stat via MCP tools/call on /mcp", mcp1, "us", { rps: mcp10.rps, p99: mcp10.p99, errors: mcp10.non2xx + mcp10.errors }],
       ["Tether stat, two replicas + Redis", cluster.one, "us", { rps: cluster.many.rps, p99: cluster.many.p99, errors: cluster.many.non2xx + cluster.many.errors }],
     ];
     const p50Ms = (row: (typeof rows)[number]) => (row[2] === "us" ? row[1].p50 / 1000 : row[1].p50);

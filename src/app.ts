@@ -122,7 +122,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(activityPlugin, { writer: activity });
   await app.register(apiTokenRoutes);
   // With REDIS_URL the app runs as one of several replicas: see README "Running several replicas".
-  await app.register(hostPlugin, config.redisURL ? { redis: { url: config.redisURL } } : {});
+  await app.register(hostPlugin, { downloadsDir: config.downloadsDir, ...(config.redisURL ? { redis: { url: config.redisURL } } : {}) });
   await app.register(mcpPlugin);
   await app.register(meRoutes);
   await app.register(adminApiRoutes, { prefix: "/api/admin" });

@@ -38,8 +38,11 @@ import fp from "fastify-plugin";
 import { redirectTo } from "../http/error-handler.js";
 import { LoginRequiredError } from "../http/errors.js";
 import type { UiUser } from "../plugins/session/session-plugin.js";
+import { activityPages } from "./routes/activity-pages.js";
 import { adminPages } from "./routes/admin-pages.js";
 import { homePage } from "./routes/home-page.js";
+import { securityPages } from "./routes/security-pages.js";
+import { sessionPages } from "./routes/session-pages.js";
 import { tokenPages } from "./routes/token-pages.js";
 
 declare module "fastify" {
@@ -81,6 +84,9 @@ export const guardedPagesPlugin = fp<GuardedPagesOptions>(
       await guarded.register(homePage);
       await guarded.register(tokenPages);
       await guarded.register(adminPages);
+      await guarded.register(securityPages);
+      await guarded.register(sessionPages);
+      await guarded.register(activityPages);
       for (const page of options.pages ?? []) await guarded.register(page);
     });
   },

@@ -1,8 +1,11 @@
+import path from "node:path";
 import fp from "fastify-plugin";
 import { Redis } from "ioredis";
 import { onUserChanged } from "../auth/user-changes.js";
 import { DeviceCache, HOST_INVALIDATION_CHANNEL } from "./device-cache.js";
 import { deviceRoutes } from "./device-routes.js";
+import { downloadRoutes } from "./download-routes.js";
+import { downloadCatalog, type DownloadCatalog } from "./downloads.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
 import { createRateLimiter, createRedisRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { createRedisDispatcher } from "./redis-dispatcher.js";
@@ -13,6 +16,8 @@ declare module "fastify" {
   interface FastifyInstance {
     /** The device host connector: pairing, devices, calls and proposals (see service.ts). */
     tetherHost: HostService;
+    /** The device executables this server offers (`/downloads`, and the update notice). */
+    tetherHostDownloads: DownloadCatalog;
   }
 }
 
@@ -36,6 +41,8 @@ export interface HostPluginOptions {
    * per window; default 10 a minute, after which the address is refused until the window ends.
    */
   enrollRateLimit?: { max: number; windowMs: number };
+  /** Where the executables offered at `/downloads` are (what `npm run build:host` writes; default `dist/downloads`). */
+  downloadsDir?: string;
 }
 
 /**
@@ -96,9 +103,13 @@ export const hostPlugin = fp<HostPluginOptions>(
       await subscription?.close();
     });
 
+    const catalog = downloadCatalog(path.resolve(options.downloadsDir ?? "dist/downloads"));
+    fastify.decorate("tetherHostDownloads", catalog);
+    await fastify.register(downloadRoutes, { catalog });
     await fastify.register(deviceRoutes, {
       enrollLimiter,
       keepAliveMs: options.keepAliveMs ?? 15_000,
+      offeredHostVersion: () => catalog.version(),
     });
     await fastify.register(userRoutes);
   },

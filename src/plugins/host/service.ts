@@ -7,6 +7,7 @@ import * as audit from "./audit.js";
 import type { AuditActor } from "./audit.js";
 import type { DeviceCache } from "./device-cache.js";
 import * as devices from "./devices.js";
+import { MAX_STORED_DIFF_BYTES, MAX_STORED_DIFF_LINES, tooLargeToStore } from "./diff-limits.js";
 import type { DeviceIdentity, DeviceSummary, TokenVerdict } from "./devices.js";
 import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher, type SettleVerdict } from "./dispatcher.js";
 import { HostError } from "./errors.js";
@@ -254,6 +255,15 @@ export function createHostService(options: HostServiceOptions): HostService {
       if (typeof plan?.diff !== "string") {
         audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: "NOT_A_PROPOSAL", durationMs });
         throw new HostError("NOT_A_PROPOSAL", `The device's plan for "${request.tool}" returned no diff`);
+      }
+      const oversized = tooLargeToStore(plan.diff);
+      if (oversized) {
+        audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: "DIFF_TOO_LARGE", durationMs });
+        throw new HostError(
+          "DIFF_TOO_LARGE",
+          `The device's plan for "${request.tool}" is too large to review: ${oversized.lines} lines, ${Math.ceil(oversized.bytes / 1024)} KB ` +
+            `(the limit is ${MAX_STORED_DIFF_LINES} lines and ${MAX_STORED_DIFF_BYTES / 1024} KB). Nothing was stored; split it into smaller changes.`,
+        );
       }
       const proposal = await proposals.create(db, {
         userId: caller.userId,
