@@ -24,6 +24,6 @@ export { HOST_CALL_SCOPE, hostCaller, hostPerson } from "./callers.js";
 export * as devices from "./devices.js";
 export * as proposals from "./proposals.js";
 export * as audit from "./audit.js";
-export { PAIRING_CODE_TTL_MS, MAX_FAILED_ATTEMPTS } from "./pairing-codes.js";
+export { PAIRING_CODE_TTL_MS, MAX_FAILED_ATTEMPTS } from "./pairing.js";
 export * from "../../protocol/index.js";
 export { hostMigrations } from "../../../migrations/index.js";
