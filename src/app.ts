@@ -22,14 +22,13 @@ import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
 import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
-import { devicePages } from "./plugins/host/pages.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
-import { guardedPagesPlugin, pagesPlugin, type GuardedPagePlugin } from "./web/index.js";
+import { adminPages, devicePages, guardedPagesPlugin, homePage, pagesPlugin, tokenPages, type GuardedPagePlugin } from "./web/index.js";
 import { devicePage } from "./web/routes/device-page.js";
 
 export interface BuildAppOptions {
@@ -107,7 +106,9 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), ...(options.guardedPages ?? [])] });
+  // The app names its signed-in pages; each inherits the route guard.
+  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, devicePages, devicePage(), ...(options.guardedPages ?? [])];
+  await app.register(guardedPagesPlugin, { pages });
   return app;
 }
 
