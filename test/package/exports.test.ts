@@ -43,7 +43,8 @@ t.test("the README's embedding example runs as written", async (t) => {
     stdio: ["ignore", "inherit", "inherit"],
   });
   t.teardown(() => child.kill());
-  const deadline = Date.now() + 30_000;
+  // Generous: on a loaded machine the first start (PGlite, migrations) takes tens of seconds.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     const up = await fetch(`${base}/api/projects`, { redirect: "manual" }).catch(() => undefined);
     if (up) break;
