@@ -3,7 +3,9 @@ import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0003_session_invalidation.js";
 import * as host from "./0004_host.js";
+import * as deactivationEndsSessions from "./0010_deactivation_ends_sessions.js";
 import * as mcp from "./0040_mcp.js";
+import * as oauthProvider from "./0041_oauth_provider.js";
 import * as deviceAuthorization from "./0050_device_authorization.js";
 import * as accounts from "./0060_accounts.js";
 
@@ -18,6 +20,7 @@ export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
   "0002_api_tokens": apiTokens,
   "0003_session_invalidation": sessionInvalidation,
+  "0010_deactivation_ends_sessions": deactivationEndsSessions,
 };
 
 /** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
@@ -31,9 +34,13 @@ export const hostMigrations: Record<string, Migration> = {
   "0050_device_authorization": deviceAuthorization,
 };
 
-/** The MCP server's additions (the audit log's credential, the per-user MCP settings); after the host's. */
+/**
+ * The MCP server's additions, after the host's: the audit log's credential, the per-user MCP settings,
+ * and better-auth's OAuth provider tables (for MCP clients that sign in with OAuth).
+ */
 export const mcpMigrations: Record<string, Migration> = {
   "0040_mcp": mcp,
+  "0041_oauth_provider": oauthProvider,
 };
 
 /** Every migration the example app runs. */

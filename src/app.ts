@@ -19,10 +19,12 @@ import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
-import { redisSecondaryStorage } from "./plugins/auth/redis-storage.js";
+import { redisCounterStorage, redisRateLimitStorage } from "./plugins/auth/redis-storage.js";
 import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
+import { mcpOAuthPlugins } from "./plugins/mcp/oauth.js";
+import { mcpPages, mcpPublicPages } from "./plugins/mcp/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
@@ -38,7 +40,7 @@ export interface BuildAppOptions {
   listen?: NotificationSource;
   /** better-auth's secret (from the environment, or generated once into the data directory). */
   secret: string;
-  /** Shared store for rate-limit counters and session lookups across instances. */
+  /** Shared store for rate-limit counters across instances (sessions stay in the database). */
   redis?: Redis;
   logger?: FastifyServerOptions["logger"];
   /** Further signed-in pages; each inherits the route guard (see src/web/guard.ts). */
@@ -51,9 +53,22 @@ export interface BuildAppOptions {
  */
 export async function buildApp(options: BuildAppOptions) {
   const { config } = options;
+  const { limits } = config;
   const app = Fastify({
     // Secrets (reset tokens, codes, credentials) never reach the log: see src/http/log-redaction.ts.
     logger: withLogRedaction(options.logger),
+    // Slow clients: a request must arrive in full within requestTimeout (headers within
+    // headersTimeout), checked every second rather than Node's 30 s; idle sockets and keep-alive
+    // connections close. Event streams (hijacked replies) exempt themselves (sse-channel.ts).
+    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: limits.connectionTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
+    http: {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
     // A hop count is valid at run time (proxy-addr) though Fastify's types omit it.
     trustProxy: config.trustProxy as FastifyServerOptions["trustProxy"],
     bodyLimit: 1024 * 1024,
@@ -61,6 +76,8 @@ export async function buildApp(options: BuildAppOptions) {
     ajv: { customOptions: { coerceTypes: false } },
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
 
   // One writer for the activity log, shared by better-auth's hooks and Tether's own routes.
   const activity = createActivityWriter(options.db, (error) => app.log.error({ err: error }, "activity log write failed"));
@@ -70,7 +87,7 @@ export async function buildApp(options: BuildAppOptions) {
     secret: options.secret,
     trustedOrigins: config.trustedOrigins,
     rateLimit: config.production,
-    ...(options.redis ? { secondaryStorage: redisSecondaryStorage(options.redis) } : {}),
+    ...(options.redis ? { rateLimitStorage: redisRateLimitStorage(options.redis), counterStorage: redisCounterStorage(options.redis) } : {}),
     sendResetPassword: (message: ResetPasswordMessage) => {
       // Without a mail service the link goes to the log, and only outside production.
       if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
@@ -86,6 +103,7 @@ export async function buildApp(options: BuildAppOptions) {
         expiresIn: config.deviceCodeExpiresIn,
         interval: config.devicePollInterval,
       }),
+      ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp` }),
     ],
   });
 
@@ -106,8 +124,9 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(adminApiRoutes, { prefix: "/api/admin" });
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
+  await app.register(mcpPublicPages);
   // The app names its signed-in pages; each inherits the route guard.
-  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, devicePages, devicePage(), ...(options.guardedPages ?? [])];
+  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])];
   await app.register(guardedPagesPlugin, { pages });
   return app;
 }

@@ -24,7 +24,8 @@ export async function openRuntime(config: AppConfig, options: { migrate: boolean
     const database = await openDatabase(config.databaseURL ? { kind: "postgres", url: config.databaseURL } : { kind: "pglite", dataDir: config.dataDir });
     if (options.migrate) await migrateToLatest(database.db, allMigrations);
     const secret = config.secret ?? (await loadOrCreateSecret(config.dataDir));
-    const redis = config.redisURL ? new Redis(config.redisURL, { maxRetriesPerRequest: 2 }) : undefined;
+    // A Redis that is down or stalled fails a command within 2 s (answered 503), never hangs a request.
+    const redis = config.redisURL ? new Redis(config.redisURL, { maxRetriesPerRequest: 2, commandTimeout: 2_000, connectTimeout: 2_000 }) : undefined;
     return {
       database,
       secret,

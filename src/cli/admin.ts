@@ -1,5 +1,4 @@
 import { createAuth } from "../plugins/auth/create-auth.js";
-import { redisSecondaryStorage } from "../plugins/auth/redis-storage.js";
 import { userAdmin } from "../plugins/auth/user-admin.js";
 import { ConfigError, loadConfig } from "../config/env.js";
 import { DatabaseBusyError } from "../db/pglite-lock.js";
@@ -35,7 +34,6 @@ async function main(argv: string[]): Promise<number> {
       db: runtime.database.db,
       baseURL: config.baseURL,
       secret: runtime.secret,
-      ...(runtime.redis ? { secondaryStorage: redisSecondaryStorage(runtime.redis) } : {}),
     });
     const users = userAdmin(auth, runtime.database.db);
     const user = await users.findByEmail(email);

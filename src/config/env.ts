@@ -16,6 +16,7 @@ export interface AppConfig {
   dataDir: string;
   trustProxy: boolean | string | number;
   edgeSso: EdgeSsoConfig | undefined;
+  limits: ServerLimits;
   /** Passkey registration and sign-in (`PASSKEYS_ENABLED`). */
   passkeysEnabled: boolean;
   /** Per-account guessing protection: `SIGN_IN_LOCKOUT_ATTEMPTS` failures within `SIGN_IN_LOCKOUT_SECONDS`. */
@@ -26,6 +27,33 @@ export interface AppConfig {
   /** Where the device executables offered for download are (`npm run build:host` writes dist/downloads). */
   downloadsDir: string;
 }
+
+/** Bounds on what one client may hold of the server (see README, Production checklist). */
+export interface ServerLimits {
+  /** The whole request (headers and body) must arrive within this (0: no limit). `REQUEST_TIMEOUT_MS`. */
+  requestTimeoutMs: number;
+  /** The headers must arrive within this; at most `requestTimeoutMs`. `HEADERS_TIMEOUT_MS`. */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. `KEEP_ALIVE_TIMEOUT_MS`. */
+  keepAliveTimeoutMs: number;
+  /** A socket with no traffic either way for this long is closed (event streams exempt). `CONNECTION_TIMEOUT_MS`. */
+  connectionTimeoutMs: number;
+  /** Requests served on one keep-alive connection before it is closed (0: no limit). `MAX_REQUESTS_PER_SOCKET`. */
+  maxRequestsPerSocket: number;
+  /** Open connections at once; further ones are refused (0: no limit). `MAX_CONNECTIONS`. */
+  maxConnections: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  // Above the idle timeout of common load balancers (60 s), so they never reuse a connection we closed.
+  keepAliveTimeoutMs: 72_000,
+  // Above the longest a handler waits in silence (a device call's 30 s timeout).
+  connectionTimeoutMs: 120_000,
+  maxRequestsPerSocket: 1_000,
+  maxConnections: 1_000,
+};
 
 export interface EdgeSsoConfig {
   trustedProxies: string[];
@@ -103,6 +131,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const deviceCodeExpiresIn = duration(env, "DEVICE_CODE_EXPIRES_IN", "10m", problems);
   const devicePollInterval = duration(env, "DEVICE_POLL_INTERVAL", "5s", problems);
 
+  const limits = loadLimits(env, problems);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -116,12 +146,39 @@ export function loadConfig(env: Env = process.env): AppConfig {
     dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     edgeSso,
+    limits,
     passkeysEnabled,
     signInLockout,
     deviceCodeExpiresIn,
     devicePollInterval,
     downloadsDir: path.resolve(env.DOWNLOADS_DIR?.trim() || "./dist/downloads"),
   };
+}
+
+function loadLimits(env: Env, problems: string[]): ServerLimits {
+  const count = (name: string, fallback: number): number => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === "") return fallback;
+    if (!/^\d+$/.test(raw)) {
+      problems.push(`${name}=${env[name]} is not a whole number`);
+      return fallback;
+    }
+    return Number(raw);
+  };
+  const limits: ServerLimits = {
+    requestTimeoutMs: count("REQUEST_TIMEOUT_MS", DEFAULT_LIMITS.requestTimeoutMs),
+    headersTimeoutMs: count("HEADERS_TIMEOUT_MS", DEFAULT_LIMITS.headersTimeoutMs),
+    keepAliveTimeoutMs: count("KEEP_ALIVE_TIMEOUT_MS", DEFAULT_LIMITS.keepAliveTimeoutMs),
+    connectionTimeoutMs: count("CONNECTION_TIMEOUT_MS", DEFAULT_LIMITS.connectionTimeoutMs),
+    maxRequestsPerSocket: count("MAX_REQUESTS_PER_SOCKET", DEFAULT_LIMITS.maxRequestsPerSocket),
+    maxConnections: count("MAX_CONNECTIONS", DEFAULT_LIMITS.maxConnections),
+  };
+  if (limits.headersTimeoutMs === 0) problems.push("HEADERS_TIMEOUT_MS must be above 0");
+  // Node refuses a headers timeout longer than the request timeout.
+  if (limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    limits.headersTimeoutMs = limits.requestTimeoutMs;
+  }
+  return limits;
 }
 
 /** A positive whole number setting, or `fallback` when unset. */

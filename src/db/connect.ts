@@ -3,11 +3,17 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
-import { listenWithPg, listenWithPglite, type NotificationSource } from "./notifications.js";
+import { listenWithPg, listenWithPglite, type HeartbeatOptions, type NotificationSource } from "./notifications.js";
 import type { Database } from "./schema.js";
 
 export type DatabaseTarget =
-  | { kind: "postgres"; url: string; schema?: string }
+  | {
+      kind: "postgres";
+      url: string;
+      schema?: string;
+      /** The LISTEN connection's heartbeat (defaults: every 1 s, bound 5 s); see notifications.ts. */
+      listenHeartbeat?: HeartbeatOptions;
+    }
   | { kind: "pglite"; dataDir: string }
   | { kind: "pglite-memory" };
 
@@ -16,8 +22,19 @@ export interface DatabaseHandle {
   kind: DatabaseTarget["kind"];
   /** LISTEN on a channel; see notifications.ts. */
   listen: NotificationSource;
+  /**
+   * Hears of pooled connections the server ended (a restart, `pg_terminate_backend`, a failover,
+   * `idle_session_timeout`): the pool has already dropped them and opens new ones on demand. For logs.
+   */
+  onConnectionError(listener: (error: Error) => void): void;
   close(): Promise<void>;
 }
+
+/** `application_name` of the one connection that LISTENs for session invalidations. */
+export const LISTEN_APPLICATION_NAME = "tether-listen";
+
+/** How long a request waits for a new connection when the database is unreachable, before it fails (503). */
+const CONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * One Kysely instance for the whole app: a `pg` pool for a real server, or embedded PGlite
@@ -28,12 +45,22 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     const pool = new pg.Pool({
       connectionString: target.url,
       max: 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      // Names the connections in pg_stat_activity, so an operator can tell (and a test can find) them.
+      application_name: "tether",
       // A schema per test file keeps parallel test processes apart on one database.
       ...(target.schema ? { options: `-c search_path=${target.schema}` } : {}),
     });
+    // An idle pooled connection the server ends emits `error` on the pool; with no listener that
+    // is an uncaught exception and the process dies. The pool has already discarded the connection.
+    const listeners = new Set<(error: Error) => void>();
+    pool.on("error", (error) => {
+      for (const listener of listeners) listener(error);
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    const listen = listenWithPg({ connectionString: target.url });
-    return { db, kind: target.kind, listen, close: () => db.destroy() };
+    const listen = listenWithPg({ connectionString: target.url, application_name: LISTEN_APPLICATION_NAME }, target.listenHeartbeat);
+    return { db, kind: target.kind, listen, onConnectionError: (listener) => listeners.add(listener), close: () => db.destroy() };
   }
   let dataDir: string | undefined;
   if (target.kind === "pglite") {
@@ -43,5 +70,6 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
   const pglite = new PGlite(dataDir);
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
-  return { db, kind: target.kind, listen: listenWithPglite(pglite), close: () => db.destroy() };
+  // In-process: there is no connection to lose.
+  return { db, kind: target.kind, listen: listenWithPglite(pglite), onConnectionError: () => {}, close: () => db.destroy() };
 }

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { isDatabaseUnavailable } from "../db/unavailable.js";
 import { ForbiddenError, HttpError, LoginRequiredError } from "./errors.js";
 import { isHtmxRequest } from "./htmx.js";
 
@@ -50,7 +51,11 @@ export const errorHandlerPlugin = fp(
         return reply.code(403).type("text/plain; charset=utf-8").send("Forbidden");
       }
       const body = describe(error);
-      if (body.statusCode >= 500) request.log.error({ err: error }, "request failed");
+      if (body.statusCode === 503) {
+        // An outage, not a bug: one line, no stack; the request can simply be tried again.
+        request.log.warn({ code: body.code, reason: error.message }, "request failed: service unavailable");
+        reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+      } else if (body.statusCode >= 500) request.log.error({ err: error }, "request failed");
       reply.code(body.statusCode);
       const renderer = fastify.errorPageRenderer;
       if (renderer && wantsHtml(request)) return renderer(request, reply, body);
@@ -78,6 +83,9 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
   reply.code(body.statusCode).header("x-content-type-options", "nosniff").send({ code: body.code, message: body.message });
 }
 
+/** What a 503 suggests to clients: outages we answer 503 for (database, Redis) are usually short. */
+const RETRY_AFTER_SECONDS = 5;
+
 function describe(error: FastifyError | Error): ErrorBody {
   if (error instanceof HttpError) return { statusCode: error.statusCode, code: error.code, message: error.message };
   if (error instanceof ForbiddenError) return { statusCode: 403, code: "FORBIDDEN", message: "Forbidden" };
@@ -88,6 +96,9 @@ function describe(error: FastifyError | Error): ErrorBody {
   const status = fastifyError.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {
     return { statusCode: status, code: clientErrorCode(fastifyError), message: clientErrorMessage(fastifyError) };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return { statusCode: 503, code: "DATABASE_UNAVAILABLE", message: "The database is unavailable right now; try again in a moment" };
   }
   return { statusCode: 500, code: "INTERNAL", message: "Something went wrong on our side; it has been logged" };
 }

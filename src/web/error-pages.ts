@@ -39,6 +39,9 @@ export function describeErrorPage(error: ErrorBody, retryAfterSeconds?: number):
     const wait = retryAfterSeconds ? `Wait ${retryAfterSeconds} seconds` : "Wait a minute";
     return { status, heading: "Too many attempts", message: `${wait}, then try again.` };
   }
+  if (status === 503) {
+    return { status, heading: "Temporarily unavailable", message: "The service cannot reach what it needs right now. Try again in a moment." };
+  }
   if (status >= 500) {
     return { status, heading: "Something went wrong", message: "Something went wrong on our side. It has been logged; please try again." };
   }

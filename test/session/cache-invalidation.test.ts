@@ -21,7 +21,8 @@ async function soon(check: () => Promise<number>, expected: number): Promise<num
 t.test("changes made with plain SQL reach the cache", async (t) => {
   const { url, database } = await startTestApp(t);
   const client = new TestClient(url);
-  const userId = await client.signUp(uniqueEmail());
+  const email = uniqueEmail();
+  const userId = await client.signUp(email);
   const token = ((await (await client.post("/api/tokens", { name: "t" })).json()) as { token: string }).token;
   const bearer = { authorization: `Bearer ${token}` };
 
@@ -40,7 +41,10 @@ t.test("changes made with plain SQL reach the cache", async (t) => {
   t.equal(await viaToken(), 401, "deactivated: the token is anonymous");
 
   await sql`update "user" set "deactivatedAt" = null where id = ${userId}`.execute(database.db);
-  t.equal(await soon(viaCookie, 200), 200, "reactivated");
+  t.equal(await soon(viaToken, 200), 200, "reactivated: the token works again");
+  t.equal(await viaCookie(), 401, "reactivated: the session stays ended (deactivation deleted it)");
+  t.equal((await client.signIn(email)).status, 200, "signed in again");
+  t.equal(await viaCookie(), 200);
   await sql`delete from "session" where "userId" = ${userId}`.execute(database.db);
   t.equal(await soon(viaCookie, 401), 401, "a deleted session row no longer resolves");
 

@@ -15,6 +15,11 @@ export interface AuthCall {
   /** Path under the auth base path, e.g. `/sign-in/email`. */
   path: string;
   body?: unknown;
+  /**
+   * Send the body as a form (`application/x-www-form-urlencoded`) instead of JSON: OAuth's token
+   * endpoint accepts nothing else.
+   */
+  form?: boolean;
 }
 
 declare module "fastify" {
@@ -46,7 +51,10 @@ export const authPlugin = fp<AuthPluginOptions>(
       headers.set(CLIENT_IP_HEADER, request.ip);
       headers.set(PEER_IP_HEADER, request.socket.remoteAddress ?? "");
       let body: string | undefined;
-      if (call.method === "POST") {
+      if (call.method === "POST" && call.form) {
+        body = toForm(call.body).toString();
+        headers.set("content-type", "application/x-www-form-urlencoded");
+      } else if (call.method === "POST") {
         body = JSON.stringify(call.body ?? {});
         headers.set("content-type", "application/json");
       }
@@ -71,6 +79,7 @@ export const authPlugin = fp<AuthPluginOptions>(
           method: request.method as "GET" | "POST",
           path,
           body: request.body,
+          form: request.headers["content-type"]?.startsWith("application/x-www-form-urlencoded") === true,
         });
         if (response.status === 404 && !response.body) {
           // No such auth endpoint (or not for this method): the app's own not-found answer, not an empty 404.
@@ -86,3 +95,12 @@ export const authPlugin = fp<AuthPluginOptions>(
   },
   { name: "tether-auth", dependencies: ["tether-errors", "tether-origin-guard"] },
 );
+
+/** A parsed form body back as a form; a repeated field (an array) stays repeated. */
+function toForm(body: unknown): URLSearchParams {
+  const form = new URLSearchParams();
+  for (const [name, value] of Object.entries((body ?? {}) as Record<string, unknown>)) {
+    for (const item of Array.isArray(value) ? value : [value]) if (item !== undefined && item !== null) form.append(name, String(item));
+  }
+  return form;
+}

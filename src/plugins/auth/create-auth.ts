@@ -1,4 +1,4 @@
-import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type SecondaryStorage } from "better-auth";
+import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type BetterAuthRateLimitStorage, type SecondaryStorage } from "better-auth";
 import { APIError } from "better-auth/api";
 import { passkey } from "@better-auth/passkey";
 import { twoFactor } from "better-auth/plugins";
@@ -10,6 +10,8 @@ import { signInLockout } from "./sign-in-lockout.js";
 
 import { trustedOriginList } from "../../http/origins.js";
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
+import { databaseOutagePlugin } from "./outage.js";
+import { userChangeHooks } from "./user-changes.js";
 
 export interface ResetPasswordMessage {
   user: { id: string; email: string; name: string };
@@ -24,8 +26,13 @@ export interface CreateAuthOptions {
   secret: string;
   /** Further trusted origins (already validated origins). */
   trustedOrigins?: string[];
-  /** Shared store for rate-limit counters (and session lookups). Per-process memory when omitted. */
-  secondaryStorage?: SecondaryStorage;
+  /**
+   * Shared store for rate-limit counters (`redisRateLimitStorage`). Per-process memory when omitted.
+   * Sessions never go there: the database is their one source of truth.
+   */
+  rateLimitStorage?: BetterAuthRateLimitStorage;
+  /** Shared store for the per-account sign-in lockout counters (`redisCounterStorage`). Per-process when omitted. */
+  counterStorage?: SecondaryStorage;
   /** Password-reset delivery. When omitted, reset links are generated but never delivered. */
   sendResetPassword?: (message: ResetPasswordMessage) => Promise<void> | void;
   /** Rate limiting; the example app turns it on exactly when NODE_ENV=production. */
@@ -50,13 +57,14 @@ export const DEFAULT_SIGN_IN_LOCKOUT = { maxFailures: 5, windowSeconds: 15 * 60 
  * and hands the result to the `tether-auth` plugin.
  */
 export function createAuth(options: CreateAuthOptions) {
+  const userChanges = userChangeHooks();
   const recordActivity = options.recordActivity ?? (() => {});
   const accountPlugins = [
     twoFactor({ issuer: "Tether" }),
     ...(options.passkeys ? [passkey({ rpName: "Tether", origin: new URL(options.baseURL).origin })] : []),
     signInLockout({
       ...(options.signInLockout ?? DEFAULT_SIGN_IN_LOCKOUT),
-      ...(options.secondaryStorage ? { storage: options.secondaryStorage } : {}),
+      ...(options.counterStorage ? { storage: options.counterStorage } : {}),
       record: recordActivity,
     }),
     authActivity(recordActivity),
@@ -68,13 +76,15 @@ export function createAuth(options: CreateAuthOptions) {
     secret: options.secret,
     trustedOrigins: trustedOriginList(options.baseURL, options.trustedOrigins),
     database: { db: options.db, type: "postgres", transaction: true },
-    ...(options.secondaryStorage ? { secondaryStorage: options.secondaryStorage } : {}),
     telemetry: { enabled: false },
     emailAndPassword: {
       enabled: true,
       minPasswordLength: 8,
       autoSignIn: true,
       revokeSessionsOnPasswordReset: true,
+      // This process's session cache forgets the user before the response leaves (other processes
+      // hear of the deleted sessions from the database).
+      onPasswordReset: async ({ user }) => userChanges.onPasswordReset(user),
       sendResetPassword: async ({ user, url, token }) => {
         await options.sendResetPassword?.({ user: { id: user.id, email: user.email, name: user.name }, url, token });
       },
@@ -88,15 +98,15 @@ export function createAuth(options: CreateAuthOptions) {
     session: {
       expiresIn: SESSION_EXPIRES_IN_SECONDS,
       updateAge: SESSION_UPDATE_AGE_SECONDS,
-      // Tether resolves sessions itself with one SQL query, so rows must stay in the database even
-      // when a secondary store is configured.
-      storeSessionInDatabase: true,
     },
     rateLimit: {
       enabled: options.rateLimit ?? false,
       window: 60,
       max: 100,
+      ...(options.rateLimitStorage ? { customStorage: options.rateLimitStorage } : {}),
       customRules: {
+        // Never counted, so signing out needs no rate-limit store and works through a Redis outage.
+        "/sign-out": false,
         "/sign-in/*": { window: 60, max: 10 },
         "/sign-up/*": { window: 60, max: 10 },
         "/request-password-reset": { window: 60, max: 5 },
@@ -123,9 +133,13 @@ export function createAuth(options: CreateAuthOptions) {
         },
       },
     },
-    plugins: [...accountPlugins, ...(options.plugins ?? [])],
+    // Errors that are not better-auth's own (a database outage) reach Fastify's error handler.
+    onAPIError: { throw: true },
+    plugins: [userChanges.plugin, databaseOutagePlugin, ...accountPlugins, ...(options.plugins ?? [])],
   } satisfies BetterAuthOptions;
-  return betterAuth(authOptions);
+  const auth = betterAuth(authOptions);
+  userChanges.adopt(auth);
+  return auth;
 }
 
 export type Auth = ReturnType<typeof createAuth>;

@@ -3,6 +3,6 @@ export { createAuth, type Auth, type CreateAuthOptions, type ResetPasswordMessag
 export { authPlugin, type AuthPluginOptions, type AuthCall } from "./auth-plugin.js";
 export { originGuardPlugin, judgeOrigin, type OriginGuardOptions, type OriginVerdict } from "./origin-guard.js";
 export { edgeSso, type EdgeSsoOptions } from "./edge-sso.js";
-export { redisSecondaryStorage } from "./redis-storage.js";
+export { redisCounterStorage, redisRateLimitStorage } from "./redis-storage.js";
 export { userAdmin, type UserAdmin, type UserListing } from "./user-admin.js";
 export { authMigrations } from "../../../migrations/index.js";

@@ -1,6 +1,10 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
 import type { Auth } from "./create-auth.js";
+import { notifyUserChanged } from "./user-changes.js";
+
+// The registry moved to user-changes.ts (better-auth's hooks report into it too); imported from here still.
+export { notifyUserChanged, onUserChanged } from "./user-changes.js";
 
 export interface UserListing {
   id: string;
@@ -9,29 +13,6 @@ export interface UserListing {
   isSiteAdmin: boolean;
   deactivatedAt: Date | null;
   createdAt: Date;
-}
-
-type UserChangeListener = (userId: string) => void;
-const changeListeners = new WeakMap<Auth, Set<UserChangeListener>>();
-
-/**
- * Tells `listener` about every user this process changes through `userAdmin(auth, …)`, before the
- * operation returns. (Changes made anywhere else arrive through database notifications.)
- */
-export function onUserChanged(auth: Auth, listener: UserChangeListener): () => void {
-  let listeners = changeListeners.get(auth);
-  if (!listeners) changeListeners.set(auth, (listeners = new Set()));
-  listeners.add(listener);
-  return () => listeners.delete(listener);
-}
-
-/**
- * Tells this process's listeners (the session cache) that something of `userId`'s changed (the user,
- * a session or an API token), before the change's response leaves. Other processes hear of it through
- * database notifications, which arrive asynchronously.
- */
-export function notifyUserChanged(auth: Auth, userId: string): void {
-  for (const listener of changeListeners.get(auth) ?? []) listener(userId);
 }
 
 /**

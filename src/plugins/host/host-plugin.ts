@@ -1,5 +1,5 @@
 import fp from "fastify-plugin";
-import { onUserChanged } from "../auth/user-admin.js";
+import { onUserChanged } from "../auth/user-changes.js";
 import { deviceRoutes } from "./device-routes.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
 import { createRateLimiter } from "./rate-limit.js";

@@ -27,6 +27,9 @@ export function openSseStream(raw: ServerResponse, keepAliveMs: number, extraHea
     ...extraHeaders,
   });
   raw.flushHeaders();
+  // A stream is long-lived by design: the server's idle-socket timeout must not cut it (a dead reader
+  // is found by the keep-alive writes failing, or by the buffer bound below).
+  raw.setTimeout(0);
   let open = true;
   let resolveEnded!: () => void;
   const ended = new Promise<void>((resolve) => (resolveEnded = resolve));

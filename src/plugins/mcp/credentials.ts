@@ -2,10 +2,9 @@ import type { FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
 import { bearerToken } from "../../http/bearer.js";
-import { API_TOKEN_PREFIX, tokenAllows } from "../session/api-tokens.js";
+import { API_TOKEN_PREFIX, tokenAllows, verifyApiToken } from "../session/api-tokens.js";
 import { HOST_CALL_SCOPE } from "../host/callers.js";
 import type { Caller } from "../host/service.js";
-import * as store from "./store.js";
 
 /**
  * Who is calling /mcp. Only bearer credentials count: an `sk_` API token allowing `host:call`, or an
@@ -40,13 +39,13 @@ export async function authenticate(request: FastifyRequest, db: Kysely<Database>
     }
     throw new McpAuthError(401, "invalid_request", `Send an API token with the "${HOST_CALL_SCOPE}" scope, or an OAuth access token, as a Bearer credential`);
   }
-  if (bearer.startsWith(API_TOKEN_PREFIX)) return apiTokenCaller(request, db);
+  if (bearer.startsWith(API_TOKEN_PREFIX)) return apiTokenCaller(request, db, bearer);
   const caller = oauth ? await oauth(bearer) : null;
   if (!caller) throw new McpAuthError(401, "invalid_token", "This access token is not valid (expired, revoked or unknown)");
   return caller;
 }
 
-async function apiTokenCaller(request: FastifyRequest, db: Kysely<Database>): Promise<McpCaller> {
+async function apiTokenCaller(request: FastifyRequest, db: Kysely<Database>, bearer: string): Promise<McpCaller> {
   const session = await request.getSession();
   // The session plugin resolves a cookie before a token: a request carrying both is a browser's.
   if (session?.session) throw new McpAuthError(401, "invalid_request", "A browser session cannot use /mcp: send the request without cookies");
@@ -60,6 +59,7 @@ async function apiTokenCaller(request: FastifyRequest, db: Kysely<Database>): Pr
     userId,
     actor: "mcp",
     credential: `token:${token.id}`,
-    stillValid: () => store.apiTokenStillValid(db, userId, token.id),
+    // The session plugin's own verifier, uncached: revoked, expired or deactivated fails.
+    stillValid: async () => (await verifyApiToken(db, bearer))?.tokenId === token.id,
   };
 }

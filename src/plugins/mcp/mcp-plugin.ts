@@ -7,15 +7,14 @@ import { toWebHeaders } from "../../http/web-headers.js";
 import { onUserChanged } from "../auth/user-admin.js";
 import * as audit from "../host/audit.js";
 import { HOST_CALL_SCOPE } from "../host/callers.js";
-import { authenticate, McpAuthError, type McpCaller, type OAuthVerifier } from "./credentials.js";
+import { authenticate, McpAuthError, type McpCaller } from "./credentials.js";
+import { hasMcpOAuth, oauthIssuer, oauthVerifier } from "./oauth.js";
 import { createMcpServer } from "./mcp-server.js";
 import * as store from "./store.js";
 
 export interface McpPluginOptions {
   /** The endpoint's public URL (the OAuth "resource"); default `<auth base URL>/mcp`. */
   resourceURL?: string;
-  /** OAuth for MCP clients: the authorization server to advertise and a verifier of its access tokens. */
-  oauth?: { issuer: string; verify: OAuthVerifier };
   /** How often an open notification stream re-checks its credential (default 60 s). */
   recheckIntervalMs?: number;
 }
@@ -47,9 +46,12 @@ export const mcpPlugin = fp<McpPluginOptions>(
       openStreams.clear();
     });
 
+    // OAuth is on when the auth instance carries the MCP OAuth plugins (see oauth.ts).
+    const auth = fastify.tetherAuth;
+    const oauth = hasMcpOAuth(auth) ? { issuer: await oauthIssuer(auth), verify: oauthVerifier(auth, db, resourceURL) } : undefined;
     const metadata = {
       resource: resourceURL,
-      authorization_servers: options.oauth ? [options.oauth.issuer] : [],
+      authorization_servers: oauth ? [oauth.issuer] : [],
       scopes_supported: [HOST_CALL_SCOPE],
       bearer_methods_supported: ["header"],
       resource_name: "Tether",
@@ -78,7 +80,7 @@ export const mcpPlugin = fp<McpPluginOptions>(
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
       let caller: McpCaller;
       try {
-        caller = await authenticate(request, db, options.oauth?.verify);
+        caller = await authenticate(request, db, oauth?.verify);
       } catch (error) {
         if (error instanceof McpAuthError) return refuse(reply, error);
         throw error;
@@ -91,6 +93,8 @@ export const mcpPlugin = fp<McpPluginOptions>(
       reply.code(response.status);
       for (const [name, value] of response.headers) reply.header(name, value);
       if (request.method === "GET" && response.status === 200 && response.body) {
+        // Long-lived by design: exempt from the server's idle-socket timeout (CONNECTION_TIMEOUT_MS).
+        reply.raw.setTimeout(0);
         const close = holdNotificationStream(fastify, caller, server, recheckIntervalMs);
         openStreams.add(close);
         request.raw.once("close", () => {
@@ -106,6 +110,16 @@ export const mcpPlugin = fp<McpPluginOptions>(
 
     fastify.get("/.well-known/oauth-protected-resource", async () => metadata);
     fastify.get(`/.well-known/oauth-protected-resource${resourcePath}`, async () => metadata);
+    if (oauth) {
+      // RFC 8414's location for an issuer with a path (`<base>/api/auth`) lies outside better-auth's base
+      // path; the provider plugin answers it when handed the request.
+      fastify.get(`/.well-known/oauth-authorization-server${new URL(oauth.issuer).pathname.replace(/\/$/, "")}`, async (request, reply) => {
+        const response = await auth.handler(new Request(new URL(request.url, baseURL)));
+        reply.code(response.status);
+        for (const [name, value] of response.headers) reply.header(name, value);
+        return reply.send(await response.text());
+      });
+    }
 
     await fastify.register(async (endpoint) => {
       // JSON-RPC errors, per the spec, for what fails before the transport sees the message.

@@ -17,14 +17,8 @@ export async function setAllowActions(db: Kysely<Database>, userId: string, allo
     .execute();
 }
 
-/** The token still exists, has not expired, and its user is not deactivated. */
-export async function apiTokenStillValid(db: Kysely<Database>, userId: string, tokenId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("api_token as t")
-    .innerJoin("user as u", "u.id", "t.user_id")
-    .select(["t.expires_at", "u.deactivatedAt"])
-    .where("t.id", "=", tokenId)
-    .where("t.user_id", "=", userId)
-    .executeTakeFirst();
-  return row !== undefined && row.deactivatedAt === null && (row.expires_at === null || new Date(row.expires_at).getTime() > Date.now());
+/** The user exists and is not deactivated. */
+export async function userActive(db: Kysely<Database>, userId: string): Promise<boolean> {
+  const row = await db.selectFrom("user").select("deactivatedAt").where("id", "=", userId).executeTakeFirst();
+  return row !== undefined && row.deactivatedAt === null;
 }

@@ -36,6 +36,9 @@ export class AuthCache {
   private readonly maxAgeMs: number;
   private generation = 0;
   private live = false;
+  /** null: delivery cannot stall (in-process). Otherwise entries are served only while a proof is this recent. */
+  private proofBoundMs: number | null = null;
+  private provenAt = 0;
 
   constructor(options: AuthCacheOptions = {}) {
     this.maxEntries = options.maxEntries ?? 50_000;
@@ -47,8 +50,9 @@ export class AuthCache {
     return this.generation;
   }
 
+  /** Live, and the channel has proven its delivery recently enough (see `prove`). */
   get enabled(): boolean {
-    return this.live;
+    return this.live && (this.proofBoundMs === null || Date.now() - this.provenAt <= this.proofBoundMs);
   }
 
   getSession(token: string): CookieSession | undefined {
@@ -98,10 +102,21 @@ export class AuthCache {
     this.sessions.delete(token);
   }
 
-  /** The channel is listening: caching may start. */
-  resume(): void {
+  /**
+   * The channel is listening: caching may start. With a `proofBoundMs`, the channel must keep proving
+   * itself (`prove`) or the cache serves nothing once the last proof is older than that: a change
+   * committed elsewhere is never served stale for longer than the bound, even if the channel stalls.
+   */
+  resume(proofBoundMs: number | null = null): void {
     this.clear();
+    this.proofBoundMs = proofBoundMs;
+    this.provenAt = Date.now();
     this.live = true;
+  }
+
+  /** Every change committed before `sentAt` has been delivered to `invalidate`. */
+  prove(sentAt: number): void {
+    if (sentAt > this.provenAt) this.provenAt = sentAt;
   }
 
   /** The channel is lost: forget everything and stop caching until it is back. */
@@ -117,7 +132,7 @@ export class AuthCache {
   }
 
   private read<T>(map: Map<string, Entry<T>>, key: string): T | undefined {
-    if (!this.live) return undefined;
+    if (!this.enabled) return undefined;
     const entry = map.get(key);
     if (!entry) return undefined;
     if (Date.now() - entry.cachedAt > this.maxAgeMs) {
@@ -128,7 +143,7 @@ export class AuthCache {
   }
 
   private write<T>(map: Map<string, Entry<T>>, key: string, value: T, userId: string, version: number): void {
-    if (!this.live || version !== this.generation) return;
+    if (!this.enabled || version !== this.generation) return;
     if (map.size >= this.maxEntries) map.delete(map.keys().next().value as string);
     map.set(key, { value: deepFreeze(value), userId, cachedAt: Date.now() });
   }

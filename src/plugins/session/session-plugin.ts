@@ -3,7 +3,7 @@ import fp from "fastify-plugin";
 import { ForbiddenError, HttpError, LoginRequiredError } from "../../http/errors.js";
 import { toWebHeaders } from "../../http/web-headers.js";
 import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
-import { notifyUserChanged, onUserChanged } from "../auth/user-admin.js";
+import { notifyUserChanged, onUserChanged } from "../auth/user-changes.js";
 import { createApiToken, listApiTokens, revokeApiToken, tokenAllows, type ApiTokenSummary, type CreatedApiToken, type NewApiTokenInput } from "./api-tokens.js";
 import { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
@@ -69,7 +69,8 @@ async function startAuthCache(fastify: FastifyInstance): Promise<AuthCache> {
   const cache = new AuthCache();
   const subscription = await fastify.tetherDbListen!(AUTH_INVALIDATION_CHANNEL, {
     onMessage: (payload) => cache.invalidate(payload),
-    onReady: () => cache.resume(),
+    onReady: (proofBoundMs) => cache.resume(proofBoundMs),
+    onProven: (sentAt) => cache.prove(sentAt),
     onLost: () => cache.suspend(),
   });
   const stopListening = onUserChanged(fastify.tetherAuth, (userId) => cache.dropUser(userId));

@@ -1,0 +1,216 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import type { Test } from "tap";
+import { freePort } from "../helpers/app.js";
+
+/**
+ * A PostgreSQL and a Redis of the test's own, on free ports, that the test may stop, restart or stall
+ * (never the shared ones). Each is a child process ended by its PID in a teardown, even on failure.
+ */
+
+const PG_BIN = "/usr/lib/postgresql/15/bin";
+
+/** PostgreSQL refuses to run as root: as root, the cluster belongs to the `postgres` user. */
+function clusterOwner(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => Number(spawnSync("id", [flag, "postgres"], { encoding: "utf8" }).stdout.trim());
+  return { uid: id("-u"), gid: id("-g") };
+}
+
+export interface OwnPostgres {
+  url: string;
+  /** The postmaster's PID while it runs. */
+  readonly pid: number | undefined;
+  start(): Promise<void>;
+  /** Fast shutdown (SIGINT to the postmaster), waiting until it has exited. */
+  stop(): Promise<void>;
+  /** Runs SQL as the superuser on a connection of its own. */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
+}
+
+export async function startOwnPostgres(t: Test): Promise<OwnPostgres> {
+  const owner = clusterOwner();
+  const dir = await mkdtemp(path.join(tmpdir(), "tether-chaos-pg-"));
+  const dataDir = path.join(dir, "data");
+  if (owner) await chown(dir, owner.uid, owner.gid);
+  await chmod(dir, 0o700);
+  const init = spawnSync(`${PG_BIN}/initdb`, ["-D", dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"], {
+    encoding: "utf8",
+    ...owner,
+  });
+  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  let log = "";
+
+  const isReady = async () => {
+    const client = new pg.Client({ host: "127.0.0.1", port, user: "postgres", database: "postgres", connectionTimeoutMillis: 2_000 });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.query("select 1");
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  };
+
+  const handle: OwnPostgres = {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    get pid() {
+      return child?.exitCode === null && child.signalCode === null ? child.pid : undefined;
+    },
+    async start() {
+      const server = spawn(
+        `${PG_BIN}/postgres`,
+        ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`, "-c", "fsync=off"],
+        { stdio: ["ignore", "ignore", "pipe"], ...owner },
+      );
+      server.stderr!.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
+      child = server;
+      const deadline = Date.now() + 60_000;
+      while (!(await isReady())) {
+        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start:\n${log}`);
+        await sleep(100);
+      }
+    },
+    async stop() {
+      const server = child;
+      if (!server || server.exitCode !== null || server.signalCode !== null) return;
+      const exited = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGINT");
+      await exited;
+    },
+    async query(text, values) {
+      const client = new pg.Client({ connectionString: handle.url });
+      client.on("error", () => {});
+      await client.connect();
+      try {
+        return (await client.query(text, values)).rows;
+      } finally {
+        await client.end().catch(() => {});
+      }
+    },
+  };
+  t.teardown(async () => {
+    const server = child;
+    if (!server?.pid || server.exitCode !== null || server.signalCode !== null) return rm(dir, { recursive: true, force: true });
+    // A stopped (SIGSTOPped) backend would keep the shutdown waiting: resume everything first.
+    spawnSync("pkill", ["-CONT", "-P", String(server.pid)]);
+    const exited = new Promise((resolve) => server.once("exit", resolve));
+    server.kill("SIGQUIT"); // immediate shutdown: nothing here needs to survive
+    await Promise.race([exited, sleep(10_000)]);
+    if (server.exitCode === null && server.signalCode === null) server.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
+  });
+  await handle.start();
+  return handle;
+}
+
+export interface OwnRedis {
+  url: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startOwnRedis(t: Test): Promise<OwnRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const handle: OwnRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      child = server;
+      await new Promise<void>((resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 30_000);
+        server.stdout!.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes("Ready to accept connections")) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        server.once("exit", () => reject(new Error(`redis-server exited:\n${out}`)));
+      });
+      server.stdout!.resume();
+    },
+    async stop() {
+      const server = child;
+      if (!server || server.exitCode !== null || server.signalCode !== null) return;
+      const exited = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGKILL"); // as abrupt as a crash
+      await exited;
+    },
+  };
+  t.teardown(() => handle.stop());
+  await handle.start();
+  return handle;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns true or `ms` pass; returns whether it did. */
+export async function eventually(check: () => Promise<boolean>, ms: number, everyMs = 200): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check().catch(() => false)) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(everyMs);
+  }
+}
+
+export interface ServerProcess {
+  url: string;
+  pid: number;
+  /** Still running (a crash is observable here). */
+  alive(): boolean;
+  /** What it wrote to stdout and stderr so far. */
+  output(): string;
+}
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+export const CHAOS_SECRET = "chaos-secret-0123456789abcdef0123456789abcdef";
+
+/** The app as `npm start` runs it (`node --import tsx src/server.ts`), a child process ended by PID. */
+export async function startServerProcess(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const url = `http://localhost:${port}`;
+  const dataDir = await mkdtemp(path.join(tmpdir(), "tether-chaos-app-"));
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: String(port),
+      BETTER_AUTH_URL: url,
+      BETTER_AUTH_SECRET: CHAOS_SECRET,
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-200_000));
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGKILL");
+      await exited;
+    }
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const up = await eventually(async () => alive() && (await fetch(`${url}/healthz`)).status === 200, 180_000, 250);
+  if (!up) throw new Error(`the server did not start:\n${output}`);
+  return { url, pid: child.pid!, alive, output: () => output };
+}
