@@ -30,7 +30,18 @@ import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
-import { adminPages, devicePages, guardedPagesPlugin, homePage, pagesPlugin, tokenPages, type GuardedPagePlugin } from "./web/index.js";
+import {
+  activityPages,
+  adminPages,
+  devicePages,
+  guardedPagesPlugin,
+  homePage,
+  pagesPlugin,
+  securityPages,
+  sessionPages,
+  tokenPages,
+  type GuardedPagePlugin,
+} from "./web/index.js";
 import { devicePage } from "./web/routes/device-page.js";
 
 export interface BuildAppOptions {
@@ -126,7 +137,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(pagesPlugin);
   await app.register(mcpPublicPages);
   // The app names its signed-in pages; each inherits the route guard.
-  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])];
+  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])];
   await app.register(guardedPagesPlugin, { pages });
   return app;
 }

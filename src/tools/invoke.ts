@@ -49,7 +49,11 @@ export async function invokeTool(tools: readonly LocalTool[], name: string, inpu
     if (mode === "plan") return tool.plan(input, ctx);
     if (mode === "apply") {
       if (opts.expectedPlan !== undefined) {
-        const now = await tool.plan(input, ctx);
+        const now = await tool.plan(input, ctx).catch((error: unknown) => {
+          // The approved plan was computed fine; failing now (a find gone, a file deleted) means the files changed.
+          if (!(error instanceof ToolError)) throw error;
+          throw new ToolError("FILE_CHANGED", `The files changed since this ${tool.name} was proposed: ${error.message}`, { tool: tool.name, cause: error.code });
+        });
         if (now.diff !== opts.expectedPlan.diff || now.summary !== opts.expectedPlan.summary) {
           throw new ToolError(
             "FILE_CHANGED",

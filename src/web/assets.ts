@@ -17,6 +17,8 @@ export interface AssetUrls {
   /** htmx's SSE extension and the /devices page's stylesheet (src/web/routes/devices-dashboard.ts). */
   sse: string;
   devicesCss: string;
+  /** The WebAuthn script of the sign-in and security pages (only when passkeys are on). */
+  passkeys: string;
 }
 
 declare module "fastify" {
@@ -44,6 +46,7 @@ const SOURCES = {
   "htmx.min.js": { file: require.resolve("htmx.org/dist/htmx.min.js"), type: "text/javascript; charset=utf-8" },
   "hx-sse.min.js": { file: require.resolve("htmx.org/dist/ext/hx-sse.min.js"), type: "text/javascript; charset=utf-8" },
   "devices.css": { file: path.join(PUBLIC_DIR, "devices.css"), type: "text/css; charset=utf-8" },
+  "passkeys.js": { file: path.join(PUBLIC_DIR, "passkeys.js"), type: "text/javascript; charset=utf-8" },
 } as const;
 
 type AssetName = keyof typeof SOURCES;
@@ -63,7 +66,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Read once at start-up: a handful of small files, served from memory.
   const assets = new Map(ASSET_NAMES.map((name) => [name as string, load(name)]));
   const url = (name: AssetName) => `/assets/${name}?v=${assets.get(name)!.version}`;
-  fastify.decorate("assetUrls", { css: url("app.css"), js: url("app.js"), htmx: url("htmx.min.js"), icon: url("icon.svg"), sse: url("hx-sse.min.js"), devicesCss: url("devices.css") });
+  fastify.decorate("assetUrls", { css: url("app.css"), js: url("app.js"), htmx: url("htmx.min.js"), icon: url("icon.svg"), sse: url("hx-sse.min.js"), devicesCss: url("devices.css"), passkeys: url("passkeys.js") });
 
   fastify.get("/assets/:name", { schema: { params: AssetParams, querystring: AssetQuery } }, async (request, reply) => {
     const asset = assets.get(request.params.name);

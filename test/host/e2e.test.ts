@@ -160,6 +160,14 @@ t.test("the device executable end to end", async (t) => {
     const apply = await run(["call", "write_file", JSON.stringify({ path: "keep.txt", content: "applied\n" }), "--apply"]);
     t.equal(apply.code, 0);
     t.equal(await readFile(path.join(root, "keep.txt"), "utf8"), "applied\n");
+    // --apply on a find that is missing or ambiguous answers the find's own error, as --plan does.
+    for (const [find, code] of [["absent", "FIND_NOT_FOUND"], ["p", "FIND_AMBIGUOUS"]] as const) {
+      for (const flag of ["--plan", "--apply"]) {
+        const edit = await run(["call", "edit_file", JSON.stringify({ path: "keep.txt", edits: [{ find, replace: "x" }] }), flag]);
+        t.equal(edit.code, 1);
+        t.match(JSON.parse(edit.stdout), { code }, `edit_file ${flag}: ${code}`);
+      }
+    }
     const refused = await run(["call", "read_file", JSON.stringify({ path: "../../etc/passwd" })]);
     t.equal(refused.code, 1);
     t.match(JSON.parse(refused.stdout), { code: "OUTSIDE_ROOTS", message: String });

@@ -43,13 +43,27 @@ t.test("open_path refuses what would run as a program", async (t) => {
   s.write("app.desktop", "[Desktop Entry]");
   s.write("Tool.app/Contents/Info.plist", "<plist/>");
   fs.chmodSync(s.write("no-extension", "#!/bin/sh\n"), 0o755);
-  for (const p of ["run.sh", "setup.EXE", "app.desktop", "Tool.app", "no-extension"]) {
+  fs.chmodSync(s.write("looks-like.pdf", "#!/bin/sh\n"), 0o755);
+  // Windows types that run code, which a deny list had missed: an allow list refuses them unnamed.
+  const windows = ["a.jnlp", "b.chm", "c.appref-ms", "d.application", "e.settingcontent-ms", "f.xll", "g.iqy", "h.html", "i.svg", "j.docm", "README"];
+  for (const name of windows) s.write(name, "x");
+  for (const p of ["run.sh", "setup.EXE", "app.desktop", "Tool.app", "no-extension", "looks-like.pdf", ...windows]) {
     const error = (await invokeTool(builtinTools, "open_path", { path: p }, { scope: s.scope, opener: { open: [rec.file] } }).catch((e) => e)) as ToolError;
     t.equal(error.code, "REFUSED", p);
   }
   t.same(rec.argv(), [], "the opener never ran");
   await invokeTool(builtinTools, "reveal_in_os", { path: "run.sh" }, { scope: s.scope, opener: { reveal: [rec.file] } });
   t.same(rec.argv(), [path.join(s.root, "run.sh")], "revealing it is fine");
+});
+
+t.test("open_path opens documents, media and folders", async (t) => {
+  const s = await sandbox(t);
+  const rec = recorder(t);
+  const names = ["report.PDF", "notes.md", "photo.jpeg", "song.mp3", "sheet.xlsx", "folder.v2"];
+  for (const name of names.slice(0, -1)) s.write(name, "x");
+  fs.mkdirSync(path.join(s.root, "folder.v2"));
+  for (const name of names) await invokeTool(builtinTools, "open_path", { path: name }, { scope: s.scope, opener: { open: [rec.file] } });
+  t.same(rec.argv(), names.map((name) => path.join(s.root, name)));
 });
 
 t.test("a missing or failing opener is a typed error", async (t) => {

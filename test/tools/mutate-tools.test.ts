@@ -106,11 +106,17 @@ t.test("edit_file: apply re-checks the file and refuses if it changed since the 
   const input = { path: "f.txt", edits: [{ find: "beta", replace: "gamma" }] };
   const plan = await s.call("edit_file", input);
   fs.writeFileSync(file, "alpha\nBETA\n");
-  const changed = await s.fail("edit_file", input, "apply");
-  t.match(changed, { code: "FILE_CHANGED", details: { cause: "FIND_NOT_FOUND" } });
+  // A direct apply (no approved plan, as `tether-host call … --apply`) answers the find's own error, as plan does.
+  t.match(await s.fail("edit_file", input, "apply"), { code: "FIND_NOT_FOUND", details: { edit: 0 } });
   fs.writeFileSync(file, "beta\nbeta\n");
-  t.match(await s.fail("edit_file", input, "apply"), { code: "FILE_CHANGED", details: { cause: "FIND_AMBIGUOUS" } });
+  t.match(await s.fail("edit_file", input, "apply"), { code: "FIND_AMBIGUOUS", details: { edit: 0 } });
   t.equal(read(file), "beta\nbeta\n", "nothing written");
+  // An approved apply: the plan that was shown no longer fits, so the files changed.
+  const approved = { diff: plan.diff as string, summary: plan.summary as string };
+  await t.rejects(invokeTool(builtinTools, "edit_file", input, { scope: s.scope, mode: "apply", expectedPlan: approved }), {
+    code: "FILE_CHANGED",
+    details: { cause: "FIND_AMBIGUOUS" },
+  });
 
   fs.writeFileSync(file, "alpha\nbeta\n");
   const pinned = { ...input, expectedSha256: plan.sha256 as string };

@@ -31,6 +31,8 @@ declare module "fastify" {
      */
     tetherCallAuth(request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response>;
     getEdgeSsoEnabled(): boolean;
+    /** Whether better-auth has the passkey plugin (`PASSKEYS_ENABLED=true`): pages offer passkeys then. */
+    tetherPasskeysEnabled(): boolean;
   }
 }
 
@@ -69,6 +71,8 @@ export const authPlugin = fp<AuthPluginOptions>(
     fastify.decorate("tetherAuth", auth);
     fastify.decorate("tetherCallAuth", dispatch);
     fastify.decorate("getEdgeSsoEnabled", () => options.edgeSsoEnabled === true);
+    const passkeys = (auth.options.plugins ?? []).some((plugin) => plugin.id === "passkey");
+    fastify.decorate("tetherPasskeysEnabled", () => passkeys);
 
     fastify.route({
       method: ["GET", "POST"],

@@ -52,6 +52,12 @@ export function userAdmin(auth: Auth, db: Kysely<Database>) {
       changed(userId);
     },
 
+    /** Signs the user out everywhere (every session row goes; the account stays active). */
+    async revokeSessions(userId: string): Promise<void> {
+      await (await internal()).deleteUserSessions(userId);
+      changed(userId);
+    },
+
     async reactivate(userId: string): Promise<void> {
       await (await internal()).updateUser(userId, { deactivatedAt: null });
       changed(userId);

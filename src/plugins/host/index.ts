@@ -19,6 +19,7 @@ export {
 export { createHostService, type CallOutcome, type CallRequest, type Caller, type DeviceView, type HostService, type WatchTopic } from "./service.js";
 export { HostError, hostRefusal, rethrowAsHttpError, toHttpError, type HostErrorCode } from "./errors.js";
 export { openSseStream, type SseStream } from "./sse-channel.js";
+export { shownPart, type ShownDiff } from "./diff-limits.js";
 export { assistantTools, type AssistantTool } from "./assistant.js";
 export { HOST_CALL_SCOPE, hostCaller, hostPerson } from "./callers.js";
 export * as devices from "./devices.js";

@@ -4,6 +4,7 @@ import { assistantTools, type AssistantTool } from "./assistant.js";
 import * as audit from "./audit.js";
 import type { AuditActor } from "./audit.js";
 import * as devices from "./devices.js";
+import { MAX_STORED_DIFF_BYTES, MAX_STORED_DIFF_LINES, tooLargeToStore } from "./diff-limits.js";
 import type { DeviceIdentity, DeviceSummary } from "./devices.js";
 import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher } from "./dispatcher.js";
 import { HostError } from "./errors.js";
@@ -233,6 +234,15 @@ export function createHostService(options: HostServiceOptions): HostService {
       if (typeof plan?.diff !== "string") {
         await audit.record(db, { ...entry, event: "propose", mode, outcome: "error", errorCode: "NOT_A_PROPOSAL", durationMs });
         throw new HostError("NOT_A_PROPOSAL", `The device's plan for "${request.tool}" returned no diff`);
+      }
+      const oversized = tooLargeToStore(plan.diff);
+      if (oversized) {
+        await audit.record(db, { ...entry, event: "propose", mode, outcome: "error", errorCode: "DIFF_TOO_LARGE", durationMs });
+        throw new HostError(
+          "DIFF_TOO_LARGE",
+          `The device's plan for "${request.tool}" is too large to review: ${oversized.lines} lines, ${Math.ceil(oversized.bytes / 1024)} KB ` +
+            `(the limit is ${MAX_STORED_DIFF_LINES} lines and ${MAX_STORED_DIFF_BYTES / 1024} KB). Nothing was stored; split it into smaller changes.`,
+        );
       }
       const proposal = await proposals.create(db, {
         userId: caller.userId,

@@ -45,7 +45,7 @@ function countOccurrences(text: string, find: string): { count: number; first: n
  * Locates every edit in the file as it is now. All finds are matched against the same original text (not one
  * after another), so the order of edits does not matter and a replacement is never searched again.
  */
-function applyEdits(text: string, edits: EditInput["edits"], shown: string, phase: "plan" | "apply"): string {
+function applyEdits(text: string, edits: EditInput["edits"], shown: string): string {
   // A CRLF file edited with LF text (what models write) still matches, and the result keeps CRLF.
   const crlf = detectLineEndings(text) === "crlf";
   const located = edits.map((edit, index) => {
@@ -55,12 +55,9 @@ function applyEdits(text: string, edits: EditInput["edits"], shown: string, phas
     if (count !== 1) {
       const cause = count === 0 ? "FIND_NOT_FOUND" : "FIND_AMBIGUOUS";
       const what = count === 0 ? "was not found" : "occurs more than once; add surrounding text so it matches exactly one place";
-      const details = { path: shown, edit: index, find: edit.find.slice(0, 200), cause };
-      if (phase === "apply") {
-        // The plan found each text exactly once, so the file changed between plan and apply.
-        throw new ToolError("FILE_CHANGED", `${JSON.stringify(shown)} changed since the plan: the find text of edit ${index} ${what}; nothing was written`, details);
-      }
-      throw new ToolError(cause, `Edit ${index}: the find text ${what} in ${JSON.stringify(shown)}`, details);
+      // Apply answers the find's own error too: it cannot know whether a plan ever matched (a direct
+      // `--apply` had none). An approved apply re-plans first, and `invokeTool` reports that as FILE_CHANGED.
+      throw new ToolError(cause, `Edit ${index}: the find text ${what} in ${JSON.stringify(shown)}; nothing was written`, { path: shown, edit: index, find: edit.find.slice(0, 200) });
     }
     return { start: first, end: first + find.length, replace, index };
   });
@@ -98,7 +95,7 @@ async function run(input: EditInput, ctx: ToolContext, apply: boolean) {
         actualSha256: beforeSha,
       });
     }
-    const after = applyEdits(before, input.edits, real, apply ? "apply" : "plan");
+    const after = applyEdits(before, input.edits, real);
     const diff = unifiedDiff(real, real, before, after);
     const bytes = Buffer.from(after, "utf8");
     if (bytes.length > LIMITS.textFileBytes) {

@@ -6,24 +6,38 @@ import { defaultOpener, launchOpener } from "../opener.js";
 import { lstatInScope, notFound, pathField } from "./common.js";
 
 /**
- * Opening a file with its default application executes it when it is a program, a script or a shortcut, and an
- * action runs without approval. So open_path refuses anything executable: by extension on every platform (the
- * extension is what Windows and desktop environments act on), by execute bit on POSIX, and macOS app bundles.
+ * Opening a file with its default application runs it when it is a program, a script, a shortcut or one
+ * of the many Windows types that execute code (.jnlp, .chm, .appref-ms, .settingcontent-ms, .xll,
+ * .iqy…), and an action runs without approval. A deny list of such types is never complete, so
+ * open_path opens only files of the document types below (an allow list), never a file with an execute
+ * bit on POSIX, and folders other than macOS bundles (an .app is a program). Everything else is
+ * refused with a pointer to reveal_in_os, which shows the item without opening it.
+ *
+ * Left out on purpose: HTML, SVG and XML (a browser runs their scripts), legacy and macro-enabled
+ * Office formats (.doc, .xls, .ppt, .docm, .xlsm: macros), source code (.js, .py… are interpreted on
+ * double-click on some systems) and files without an extension (nothing says what they are).
  */
-const RUNNABLE_EXTENSIONS = new Set(
+const DOCUMENT_EXTENSIONS = new Set(
   (
-    "exe com bat cmd msi msp msc scr pif cpl ps1 psm1 psd1 vbs vbe js jse wsf wsh hta jar lnk url reg inf scf " +
-    "app command tool action workflow applescript scpt terminal pkg mpkg " +
-    "desktop sh bash zsh csh ksh fish run bin appimage deb rpm snap flatpakref " +
-    "py pyw pyc pl rb php lua"
+    "txt text md markdown csv tsv log json yaml yml toml " +
+    "pdf rtf odt ods odp odg docx xlsx pptx epub pages numbers key " +
+    "png jpg jpeg gif webp bmp tif tiff heic heif avif ico " +
+    "mp3 wav flac ogg oga opus m4a aac mp4 m4v mov mkv webm avi"
   ).split(" "),
 );
 
-function refuseRunnable(real: string, mode: number, isDirectory: boolean): void {
+/** Folder extensions that macOS treats as one runnable item (a program, an installer, an automation). */
+const BUNDLE_EXTENSIONS = new Set("app pkg mpkg workflow action bundle framework plugin appex prefpane saver kext xpc".split(" "));
+
+function refuseUnlessDocument(real: string, mode: number, isDirectory: boolean): void {
   const ext = path.extname(real).slice(1).toLowerCase();
-  const executableBit = process.platform !== "win32" && !isDirectory && (mode & 0o111) !== 0;
-  if (RUNNABLE_EXTENSIONS.has(ext) || executableBit) {
-    throw new ToolError("REFUSED", `Will not open ${JSON.stringify(real)}: opening it could run it as a program. Use reveal_in_os to show it instead.`, { path: real });
+  const allowed = isDirectory ? !BUNDLE_EXTENSIONS.has(ext) : DOCUMENT_EXTENSIONS.has(ext) && (process.platform === "win32" || (mode & 0o111) === 0);
+  if (!allowed) {
+    throw new ToolError(
+      "REFUSED",
+      `Will not open ${JSON.stringify(real)}: open_path opens documents, images, audio, video and folders only, and this could run as a program. Use reveal_in_os to show it instead.`,
+      { path: real },
+    );
   }
 }
 
@@ -41,14 +55,15 @@ const input = Type.Object({ path: pathField("File or folder") }, { additionalPro
 
 export const openPath = defineLocalTool({
   name: "open_path",
-  description: "Open a file or folder with the operating system's default application (as a double-click would). Programs, scripts and shortcuts are refused.",
+  description:
+    "Open a document, image, audio or video file, or a folder, with the operating system's default application (as a double-click would). Anything else (programs, scripts, shortcuts, web pages, files without an extension) is refused.",
   input,
   class: "action",
   async run(value, ctx) {
     const real = await ctx.scope.resolve(value.path);
     const stat = lstatInScope(ctx.scope, real);
     if (!stat) throw notFound(value.path);
-    refuseRunnable(real, stat.mode, stat.isDirectory());
+    refuseUnlessDocument(real, stat.mode, stat.isDirectory());
     const outcome = await launchOpener(commands(ctx).open, real, ctx.signal);
     return { path: real, opened: true, command: outcome.command, stillRunning: outcome.stillRunning };
   },

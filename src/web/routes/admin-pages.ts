@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
 import { badRequest, notFound } from "../../http/errors.js";
+import { listUserSessions } from "../../plugins/activity/user-sessions.js";
 import { userAdmin, type UserListing } from "../../plugins/auth/user-admin.js";
 import { ADMIN_SCOPE } from "../../routes/admin-api.js";
 import { optionalText } from "../forms.js";
@@ -71,6 +72,25 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     showUsers(request, reply, await users.list(), NOTICES.get(request.query.notice ?? "")),
   );
 
+  // One user: their sessions (sign out everywhere) and their latest activity.
+  fastify.get(`${USERS_PATH}/:id`, { schema: { params: UserParams, querystring: UsersQuery } }, async (request, reply) => {
+    const subject = (await users.list()).find((u) => u.id === request.params.id);
+    if (!subject) throw notFound("No such user");
+    const [sessions, activity] = await Promise.all([listUserSessions(fastify.tetherDb, subject.id, null), fastify.tetherActivity.list({ userId: subject.id })]);
+    const notice = request.query.notice === "signed-out" ? `${subject.name} is signed out everywhere.` : undefined;
+    return reply.render("admin/user", { title: subject.name, subject, sessions, activity, notice });
+  });
+
+  fastify.post(`${USERS_PATH}/:id/revoke-sessions`, { schema: { params: UserParams } }, async (request, reply) => {
+    const id = request.params.id;
+    if (!(await users.exists(id))) throw notFound("No such user");
+    await users.revokeSessions(id);
+    const admin = signedInUser(request);
+    fastify.tetherActivity.record({ userId: id, event: "session.revoke-all", actor: "admin", outcome: "ok", ipAddress: request.ip, detail: { by: admin.email } });
+    // Signing oneself out everywhere ends this session too.
+    return redirectTo(request, reply, id === admin.id ? "/login" : `${USERS_PATH}/${id}?notice=signed-out`);
+  });
+
   for (const [name, action] of Object.entries(ACTIONS)) {
     fastify.post(`${USERS_PATH}/:id/${name}`, { schema: { params: UserParams } }, async (request, reply) => {
       const id = request.params.id;
@@ -88,5 +108,5 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 export const adminPages = fp(routes, {
   name: "tether-admin-pages",
   encapsulate: true,
-  dependencies: ["tether-auth", "tether-db", "tether-session", "tether-page-render"],
+  dependencies: ["tether-auth", "tether-db", "tether-session", "tether-activity", "tether-page-render"],
 });

@@ -14,6 +14,7 @@ import {
   type FormState,
 } from "../forms.js";
 import { wantsFragment } from "../render.js";
+import { TWO_FACTOR_LOGIN_PATH, twoFactorLogin } from "./two-factor-login.js";
 
 const LoginBody = Type.Object({ email: optionalText(EMAIL_MAX_LENGTH), password: optionalText(PASSWORD_MAX_LENGTH) });
 const SignupBody = Type.Object({
@@ -59,10 +60,15 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
   });
 
   const loginPage = (request: FastifyRequest, reply: FastifyReply, form: FormState, notice?: string) =>
-    showForm(request, reply, "login", { title: "Sign in", form, notice, ssoEnabled: fastify.getEdgeSsoEnabled() });
+    showForm(request, reply, "login", { title: "Sign in", form, notice, ssoEnabled: fastify.getEdgeSsoEnabled(), passkeysEnabled: fastify.tetherPasskeysEnabled() });
+
+  const LOGIN_NOTICES = new Map([
+    ["done", "Your password has been changed. Sign in with your new password."],
+    ["two-factor", "That sign-in expired. Enter your password again."],
+  ]);
 
   fastify.get("/login", { schema: { querystring: LoginQuery } }, async (request, reply) => {
-    const notice = request.query.reset === "done" ? "Your password has been changed. Sign in with your new password." : undefined;
+    const notice = LOGIN_NOTICES.get(request.query.reset ?? "");
     return loginPage(request, reply, { values: {} }, notice);
   });
 
@@ -74,7 +80,11 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
     if (password === "") return loginPage(request, reply.code(400), { values, error: "Enter your password.", errorField: "password" });
 
     const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/sign-in/email", body: { email, password } });
-    if (response.ok) return redirectTo(request, reply, HOME_PATH);
+    if (response.ok) {
+      // With two-factor on, the password is only the first step (better-auth set its challenge cookie).
+      const signedIn = (await response.json()) as { twoFactorRedirect?: boolean };
+      return redirectTo(request, reply, signedIn.twoFactorRedirect ? TWO_FACTOR_LOGIN_PATH : HOME_PATH);
+    }
     const failure = await readAuthFailure(response, "Login failed");
     return loginPage(request, reply.code(failure.status), failedForm(values, failure, "password"));
   });
@@ -89,6 +99,8 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
       return reply.code(failure.status).render("auth/login", { title: "Sign in", form: { values: {} }, ssoError: failure.message, ssoEnabled: true });
     });
   }
+
+  await fastify.register(twoFactorLogin, { homePath: HOME_PATH });
 
   const signupPage = (request: FastifyRequest, reply: FastifyReply, form: FormState) =>
     showForm(request, reply, "signup", { title: "Create your account", form, minPasswordLength: PASSWORD_MIN_LENGTH });

@@ -3,8 +3,20 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 // Only package entries: this plugin is what an embedding team would write against tether/host.
-import { notFound, redirectTo } from "../../http/index.js";
-import { HostError, hostCaller, hostPerson, hostRefusal, openSseStream, rethrowAsHttpError, type DeviceView, type proposals, type SseStream } from "../../plugins/host/index.js";
+import { HttpError, notFound, redirectTo } from "../../http/index.js";
+import {
+  HostError,
+  hostCaller,
+  hostPerson,
+  hostRefusal,
+  openSseStream,
+  rethrowAsHttpError,
+  shownPart,
+  type DeviceView,
+  type proposals,
+  type ShownDiff,
+  type SseStream,
+} from "../../plugins/host/index.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
 import { diffLines, formFields, readForm, type FormBody } from "../schema-form.js";
@@ -22,6 +34,13 @@ type Proposal = proposals.Proposal;
 
 const DEVICES_PATH = "/devices";
 const EVENTS_KEEP_ALIVE_MS = 25_000;
+/**
+ * Live-update streams one user may hold open in this process (one per open /devices tab). The next one
+ * is refused with 429 rather than closing the oldest: closing would make two tabs over the cap take the
+ * slot from each other on every reconnect, while a refused tab still works, only without live updates,
+ * and a closed tab frees its slot when its connection ends.
+ */
+export const MAX_LIVE_STREAMS_PER_USER = 16;
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const DeviceParams = Type.Object({ id: Id });
@@ -53,7 +72,15 @@ interface ToolPanel {
 
 interface ProposalView extends Proposal {
   deviceName: string;
+  /** The lines a page renders: the start of the diff only, when it is over the shown limits. */
   lines: ReturnType<typeof diffLines>;
+  shown: Omit<ShownDiff, "text">;
+}
+
+/** A proposal as a page shows it: its diff cut to what a page may render (see diff-limits.ts). */
+function proposalView(proposal: Proposal, deviceName: string): ProposalView {
+  const { text, ...shown } = shownPart(proposal.diff);
+  return { ...proposal, deviceName, lines: diffLines(text), shown };
 }
 
 const routes: FastifyPluginAsync = async (instance) => {
@@ -72,11 +99,7 @@ const routes: FastifyPluginAsync = async (instance) => {
 
   const proposalViews = async (owner: string, devices: DeviceView[]): Promise<ProposalView[]> => {
     const names = new Map(devices.map((device) => [device.id, device.name]));
-    return (await service.pendingProposals(owner)).map((proposal) => ({
-      ...proposal,
-      deviceName: names.get(proposal.deviceId) ?? "device",
-      lines: diffLines(proposal.diff),
-    }));
+    return (await service.pendingProposals(owner)).map((proposal) => proposalView(proposal, names.get(proposal.deviceId) ?? "device"));
   };
 
   const toolPanel = async (owner: string, deviceId: string, toolName: string, submitted?: FormBody): Promise<ToolPanel> => {
@@ -134,8 +157,15 @@ const routes: FastifyPluginAsync = async (instance) => {
   fastify.get(`${DEVICES_PATH}/panel/proposals`, async (request, reply) => proposalItems(request, reply));
 
   // Live updates: named events only ("devices", "proposals"); each panel re-fetches itself on its event.
+  const streamsPerUser = new Map<string, number>();
   fastify.get(`${DEVICES_PATH}/events`, async (request, reply) => {
     const owner = userId(request);
+    const open = streamsPerUser.get(owner) ?? 0;
+    if (open >= MAX_LIVE_STREAMS_PER_USER) {
+      reply.header("retry-after", String(Math.round(EVENTS_KEEP_ALIVE_MS / 1000)));
+      throw new HttpError(429, "TOO_MANY_STREAMS", `You already have ${open} live /devices pages open; close one, or reload this page later for live updates`);
+    }
+    streamsPerUser.set(owner, open + 1);
     reply.hijack();
     const stream = openSseStream(reply.raw, EVENTS_KEEP_ALIVE_MS, { "cache-control": "no-store" });
     liveStreams.add(stream);
@@ -143,6 +173,9 @@ const routes: FastifyPluginAsync = async (instance) => {
     void stream.ended.then(() => {
       stop();
       liveStreams.delete(stream);
+      const left = (streamsPerUser.get(owner) ?? 1) - 1;
+      if (left > 0) streamsPerUser.set(owner, left);
+      else streamsPerUser.delete(owner);
     });
   });
 
@@ -199,7 +232,7 @@ const routes: FastifyPluginAsync = async (instance) => {
         panel.result = JSON.stringify(outcome.result, null, 2);
         return show(200);
       }
-      panel.proposal = { ...outcome.proposal, deviceName: panel.device.name, lines: diffLines(outcome.proposal.diff) };
+      panel.proposal = proposalView(outcome.proposal, panel.device.name);
       return show(202);
     } catch (error) {
       // The API's status for the same refusal (504 DEVICE_TIMEOUT, 429 DEVICE_BUSY, 422 a tool's own error…).
@@ -207,6 +240,18 @@ const routes: FastifyPluginAsync = async (instance) => {
       panel.error = `${refusal.message} (${refusal.code})`;
       return show(refusal.statusCode);
     }
+  });
+
+  // The whole stored diff, for a proposal too large to show on the page: a download, never rendered.
+  fastify.get(`${DEVICES_PATH}/proposals/:id/diff`, { schema: { params: DeviceParams } }, async (request, reply) => {
+    const proposal = await service.proposal(userId(request), request.params.id).catch((error: unknown) => {
+      if (error instanceof HostError) throw notFound("You have no such proposal.");
+      throw error;
+    });
+    return reply
+      .type("text/plain; charset=utf-8")
+      .header("content-disposition", `attachment; filename="proposal-${proposal.id}.diff"`)
+      .send(proposal.diff);
   });
 
   for (const decision of ["approve", "reject"] as const) {

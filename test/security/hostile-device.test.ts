@@ -1,0 +1,122 @@
+/**
+ * A hostile device, scripted over HTTP with the device protocol (not the real executable): huge diffs,
+ * many lines, NUL bytes. What is stored and what a page renders stay bounded, a proposal over the
+ * shown limit can still be reviewed (download) and decided, and the server's memory and /healthz
+ * latency stay within generous bounds while it happens.
+ */
+import t from "tap";
+import { MAX_SHOWN_DIFF_LINES, MAX_STORED_DIFF_LINES } from "../../src/plugins/host/diff-limits.js";
+import { startTestApp } from "../helpers/app.js";
+import { cookieOf, newUser } from "../helpers/auth.js";
+import { json, pair, ScriptedDevice, statTool, writeTool } from "../host/helpers.js";
+
+/** Generous: the attack in the issue took a 768 MB heap to exhaustion and /healthz to 9 s. */
+const RSS_GROWTH_BOUND_MB = 400;
+const HEALTHZ_BOUND_MS = 3_000;
+
+const { url } = await startTestApp(t);
+const owner = await newUser(url, "hostile-owner");
+const cookie = cookieOf(owner.client);
+const { deviceId, token } = await pair(owner.client, "hostile");
+const device = new ScriptedDevice(url, deviceId, token);
+
+t.test("the hostile device connects", async (t) => {
+  t.equal((await device.hello([statTool, writeTool])).status, 200);
+  await device.connect();
+});
+
+/** A diff of `lines` added lines, each `width` characters. */
+function diffOf(lines: number, width = 1): string {
+  return `--- a/f\n+++ b/f\n@@ -0,0 +1,${lines} @@\n` + `+${"x".repeat(width)}\n`.repeat(lines);
+}
+
+/** Asks for a write_file plan; the device answers with `diff`. Returns the caller's response. */
+async function propose(diff: string): Promise<Response> {
+  const call = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 60_000 });
+  const planned = await device.nextCall();
+  const posted = await device.postResult({ id: planned.id, ok: true, result: { diff, summary: "hostile" } });
+  await posted.arrayBuffer();
+  return call;
+}
+
+/** How long /healthz takes to answer 200 (it must answer 200). */
+async function healthzMs(): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${url}/healthz`);
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`/healthz answered ${response.status}`);
+  return performance.now() - started;
+}
+
+const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
+
+t.test("a 4-million-line diff is refused, not stored, and costs bounded memory", async (t) => {
+  const before = rssMb();
+  let slowest = 0;
+  for (let round = 0; round < 3; round++) {
+    const [answer, latency] = await Promise.all([propose(diffOf(4_000_000)), new Promise((r) => setTimeout(r, 50)).then(healthzMs)]);
+    slowest = Math.max(slowest, latency);
+    t.equal(answer.status, 422);
+    t.match(await json(answer), { code: "DIFF_TOO_LARGE", message: /4000003 lines/ });
+  }
+  const proposals = await json(await owner.client.get("/api/host/proposals"));
+  t.equal(proposals.proposals.length, 0, "nothing was stored");
+  const grown = rssMb() - before;
+  t.ok(grown < RSS_GROWTH_BOUND_MB, `memory grew ${grown.toFixed(0)} MB (bound ${RSS_GROWTH_BOUND_MB})`);
+  t.ok(slowest < HEALTHZ_BOUND_MS, `/healthz took at most ${slowest.toFixed(0)} ms during the attack (bound ${HEALTHZ_BOUND_MS})`);
+});
+
+t.test("a diff over the shown limit: the page shows its start, says so, offers the whole; it can be decided", async (t) => {
+  const lines = MAX_STORED_DIFF_LINES - 100;
+  const diff = diffOf(lines, 20);
+  const answer = await propose(diff);
+  t.equal(answer.status, 202, "stored: under the storage limit");
+  const { proposalId } = await json(answer);
+
+  const before = rssMb();
+  let largest = 0;
+  for (let view = 0; view < 10; view++) {
+    const page = await fetch(`${url}/devices`, { headers: { cookie, accept: "text/html" } });
+    const html = await page.text();
+    largest = Math.max(largest, html.length);
+    if (view === 0) {
+      t.equal(page.status, 200);
+      t.match(html, `Diff too large: ${(lines + 3).toLocaleString("en")} lines`, "the headers and every added line");
+      t.match(html, `only the first ${MAX_SHOWN_DIFF_LINES.toLocaleString("en")} are shown`);
+      t.match(html, `href="/devices/proposals/${proposalId}/diff"`);
+      t.match(html, "Only part of its", "the approve confirmation says so too");
+    }
+  }
+  t.ok(largest < 400_000, `the page is at most ${largest} bytes`);
+  t.ok(rssMb() - before < RSS_GROWTH_BOUND_MB, "ten views cost bounded memory");
+
+  const download = await fetch(`${url}/devices/proposals/${proposalId}/diff`, { headers: { cookie } });
+  t.equal(download.status, 200);
+  t.match(download.headers.get("content-disposition"), /attachment/);
+  t.equal(await download.text(), diff, "the download is the whole stored diff");
+  const stranger = await newUser(url, "hostile-stranger");
+  t.equal((await fetch(`${url}/devices/proposals/${proposalId}/diff`, { headers: { cookie: cookieOf(stranger.client) } })).status, 404, "only for its owner");
+
+  // Approving, knowingly: the device is asked to apply exactly the stored diff.
+  const decided = owner.client.request("POST", `/devices/proposals/${proposalId}/approve`, { form: {}, headers: { accept: "text/html" } });
+  const apply = await device.nextCall();
+  t.equal(apply.mode, "apply");
+  await device.postResult({ id: apply.id, ok: true, result: { applied: true } });
+  t.equal((await decided).status, 303);
+  t.match(await json(await owner.client.get(`/api/host/proposals/${proposalId}`)), { status: "applied" });
+});
+
+t.test("NUL bytes in a diff are refused at the edge", async (t) => {
+  const answer = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 2_000 });
+  const planned = await device.nextCall();
+  const posted = await device.postResult({ id: planned.id, ok: true, result: { diff: "+a\u0000b\n", summary: "nul" } });
+  t.equal(posted.status, 400);
+  t.match(await json(posted), { code: "INVALID_CHARACTERS" });
+  t.not((await answer).status, 500);
+  t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
+});
+
+t.test("the device hangs up", async (t) => {
+  device.disconnect();
+  t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
+});
