@@ -129,7 +129,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(sessionPlugin);
   await app.register(activityPlugin, { writer: activity });
   await app.register(apiTokenRoutes);
-  await app.register(hostPlugin);
+  await app.register(hostPlugin, { downloadsDir: config.downloadsDir });
   await app.register(mcpPlugin);
   await app.register(meRoutes);
   await app.register(adminApiRoutes, { prefix: "/api/admin" });

@@ -192,11 +192,11 @@ function parseCount(env: Env, name: string, fallback: number, problems: string[]
   return Number(raw);
 }
 
-/** A better-auth time string such as `10m`, `5s` or `1500ms`. */
+/** A better-auth time string such as `10m`, `5s` or `1.5s`. */
 function duration(env: Env, name: string, fallback: string, problems: string[]): string {
   const raw = env[name]?.trim();
   if (!raw) return fallback;
-  if (!/^\d+(ms|s|m|h)$/.test(raw)) problems.push(`${name}=${raw} is not a duration (like 10m, 5s or 1500ms)`);
+  if (!/^\d+(\.\d+)?(s|m|h)$/.test(raw)) problems.push(`${name}=${raw} is not a duration (like 10m, 5s or 1.5s)`);
   return raw;
 }
 

@@ -6,7 +6,8 @@ import { HOST_VERSION } from "./version.js";
 export const USAGE = `tether-host ${HOST_VERSION}: runs local tools for a Tether server, over one outbound connection.
 
 Usage:
-  tether-host                                 connect to the server and run the calls it sends
+  tether-host                                 connect to the server and run the calls it sends; the first
+                                              time, it shows a code to approve on the server's /device page
   tether-host call <tool> '<json>' [--plan | --apply]
                                               run one tool locally, no server: prints the result as
                                               JSON on stdout (exit 0), or { code, message } (exit 1).
@@ -16,15 +17,20 @@ Usage:
 
 Environment:
   TETHER_SERVER_URL     server base address (default http://localhost:3000)
-  TETHER_PAIRING_CODE   one-time pairing code from the server's /devices page (first start only)
+  TETHER_PAIRING_CODE   one-time pairing code from the server's /devices page, instead of approving
+                        a code on /device (first start only; for scripted enrollment)
   TETHER_ROOTS          allowed roots, separated by "${process.platform === "win32" ? ";" : ":"}" (relative to the working
                         directory; default: the working directory)
   TETHER_CONFIG_DIR     where the device credential is kept (default $XDG_CONFIG_HOME/tether,
                         or ~/.config/tether)
   TETHER_DEVICE_NAME    the name shown on /devices (default: the host name)
   TETHER_CONCURRENCY    calls run at once (default 4)
+  HTTPS_PROXY, HTTP_PROXY, NO_PROXY
+                        proxy for every request to the server (the event stream included)
+  TETHER_CA_FILE        extra trusted CA certificates, PEM (NODE_EXTRA_CA_CERTS works too)
 
-Exit codes: 0 stopped (SIGINT/SIGTERM), 1 error, 2 usage, 3 not paired or revoked (pair again),
+Exit codes: 0 stopped (SIGINT/SIGTERM), 1 error, 2 usage, 3 not paired (request denied or expired)
+or revoked (pair again),
 4 another tether-host took over this device's credential.
 `;
 

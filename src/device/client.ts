@@ -1,3 +1,6 @@
+import { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE } from "../protocol/device-authorization.js";
+import type { DeviceFetch } from "./http.js";
+import { HOST_AGENT } from "./version.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBody } from "../protocol/index.js";
 
 /** The server answered with an error (`{ code, message }`). */
@@ -22,11 +25,23 @@ export class ServerError extends Error {
   }
 }
 
+/** RFC 8628 §3.2's answer. */
+export interface DeviceCodeGrant {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete?: string;
+  expires_in: number;
+  interval?: number;
+}
+
 /** The device's HTTP calls to the server, all speaking protocol version 1. */
 export class HostClient {
   constructor(
     readonly server: string,
     private token?: string,
+    /** Every request goes through it: `deviceFetch()` honours proxies and extra CAs (see http.ts). */
+    private readonly fetch: DeviceFetch = globalThis.fetch,
   ) {}
 
   setToken(token: string): void {
@@ -36,13 +51,14 @@ export class HostClient {
   headers(json: boolean): Record<string, string> {
     return {
       [PROTOCOL_HEADER]: String(PROTOCOL_VERSION),
+      "user-agent": HOST_AGENT,
       ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
       ...(json ? { "content-type": "application/json" } : {}),
     };
   }
 
   private async post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
-    const response = await fetch(this.server + path, {
+    const response = await this.fetch(this.server + path, {
       method: "POST",
       headers: this.headers(true),
       body: JSON.stringify(body),
@@ -57,6 +73,21 @@ export class HostClient {
     return this.post("/api/host/enroll", { code, name, platform }, signal);
   }
 
+  /** RFC 8628 device authorization request: a code the owner approves on the server's /device page. */
+  requestDeviceCode(device: { name: string; platform: string; version: string }, signal?: AbortSignal): Promise<DeviceCodeGrant> {
+    return this.post("/api/auth/device/code", { client_id: DEVICE_CLIENT_ID, device_name: device.name, device_platform: device.platform, device_version: device.version }, signal);
+  }
+
+  /**
+   * One poll for the approved code's device credential. Refusals arrive as `ServerError`s whose code is
+   * the RFC 8628 error (`authorization_pending`, `slow_down`, `expired_token`, `access_denied`, …).
+   */
+  async redeemDeviceCode(deviceCode: string, signal?: AbortSignal): Promise<{ deviceId: string; token: string }> {
+    const body = { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: deviceCode, client_id: DEVICE_CLIENT_ID };
+    const credential = await this.post<{ access_token: string; device_id: string }>("/api/auth/device/credential", body, signal);
+    return { deviceId: credential.device_id, token: credential.access_token };
+  }
+
   hello(body: HelloBody, signal?: AbortSignal): Promise<HelloReply> {
     return this.post("/api/host/hello", body, signal);
   }
@@ -67,7 +98,7 @@ export class HostClient {
 
   /** Opens the event stream; the caller reads the body. */
   async stream(signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
-    const response = await fetch(`${this.server}/api/host/stream`, { headers: { ...this.headers(false), accept: "text/event-stream" }, signal });
+    const response = await this.fetch(`${this.server}/api/host/stream`, { headers: { ...this.headers(false), accept: "text/event-stream" }, signal });
     if (!response.ok) throw await errorOf(response);
     if (!response.body) throw new ServerError(response.status, "NO_STREAM", "The server answered without a stream");
     return response.body;
@@ -77,8 +108,10 @@ export class HostClient {
 async function errorOf(response: Response): Promise<ServerError> {
   const text = await response.text().catch(() => "");
   try {
-    const body = JSON.parse(text) as { code?: unknown; message?: unknown };
+    const body = JSON.parse(text) as { code?: unknown; message?: unknown; error?: unknown; error_description?: unknown };
     if (typeof body.code === "string" && typeof body.message === "string") return new ServerError(response.status, body.code, body.message);
+    // OAuth's shape (RFC 6749 §5.2), spoken by the device authorization endpoints.
+    if (typeof body.error === "string") return new ServerError(response.status, body.error, typeof body.error_description === "string" ? body.error_description : body.error);
   } catch {
     /* not JSON */
   }

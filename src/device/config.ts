@@ -40,9 +40,14 @@ export function hostEnvironment(env: Env = process.env, cwd = process.cwd()): Ho
     configDir: configDirectory(env),
     pairingCode: env.TETHER_PAIRING_CODE?.trim() || undefined,
     name: env.TETHER_DEVICE_NAME?.trim() || os.hostname() || "device",
-    platform: `${process.platform}-${process.arch}`,
+    platform: hostPlatform(),
     concurrency: parseConcurrency(env.TETHER_CONCURRENCY),
   };
+}
+
+/** `linux-x64`, `linux-arm64`, `win-x64`, `darwin-arm64`: as download file names and npm's node-<platform> packages spell it. */
+export function hostPlatform(): string {
+  return `${process.platform === "win32" ? "win" : process.platform}-${process.arch}`;
 }
 
 export function normalizeServerUrl(raw: string): string {

@@ -1,10 +1,13 @@
 import { StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../protocol/index.js";
 import { createScope, describeTool, invokeTool, ToolError, type ApprovedPlan, type LocalTool, type Scope } from "../tools/index.js";
+import { authorizeDevice } from "./authorize.js";
 import { HostClient, ServerError } from "./client.js";
-import { hostEnvironment, normalizeServerUrl, type HostEnvironment } from "./config.js";
+import { describeNetwork, deviceFetch, type DeviceFetch } from "./http.js";
+import { hostEnvironment, hostPlatform, normalizeServerUrl, type HostEnvironment } from "./config.js";
 import { forgetCredential, loadCredential, saveCredential, type DeviceCredential } from "./credentials.js";
 import { readEventStream } from "./sse.js";
-import { HOST_AGENT } from "./version.js";
+import { isOlderVersion } from "../protocol/versions.js";
+import { HOST_AGENT, HOST_VERSION } from "./version.js";
 
 /** How `runHost` ended; the CLI exits with it. */
 export const ExitCode = {
@@ -89,7 +92,16 @@ export async function runHost(options: RunHostOptions): Promise<number> {
       log(`tether-host: ${error instanceof Error ? error.message : String(error)}`);
       return ExitCode.failed;
     }
-    const client = new HostClient(server);
+    let fetchThroughNetwork: DeviceFetch;
+    try {
+      fetchThroughNetwork = deviceFetch();
+    } catch (error) {
+      log(`tether-host: ${error instanceof Error ? error.message : String(error)}`);
+      return ExitCode.failed;
+    }
+    const network = describeNetwork();
+    if (network) log(`tether-host: ${network}`);
+    const client = new HostClient(server, undefined, fetchThroughNetwork);
     const credential = await obtainCredential({ client, server, configDir, name, pairingCode: options.pairingCode ?? env.pairingCode, log, stop: stop.signal, backoff });
     if (typeof credential === "number") return credential;
     client.setToken(credential.token);
@@ -157,12 +169,14 @@ async function obtainCredential(args: {
     return stored;
   }
   if (!args.pairingCode) {
-    log(`tether-host: not paired with ${server}. Mint a pairing code on ${server}/devices and start again with TETHER_PAIRING_CODE=<code>.`);
-    return ExitCode.pairAgain;
+    // No code given: the device authorization flow (the owner approves on the server's /device page).
+    const authorized = await authorizeDevice({ client, server, configDir, name: args.name, platform: hostPlatform(), log, stop: args.stop, sleep });
+    if (typeof authorized !== "string") return authorized;
+    return authorized === "stopped" ? ExitCode.stopped : authorized === "failed" ? ExitCode.failed : ExitCode.pairAgain;
   }
   for (let attempt = 0; ; attempt++) {
     try {
-      const enrolled = await client.enroll(args.pairingCode, args.name, `${process.platform}-${process.arch}`, args.stop);
+      const enrolled = await client.enroll(args.pairingCode, args.name, hostPlatform(), args.stop);
       const credential: DeviceCredential = { deviceId: enrolled.deviceId, token: enrolled.token, name: args.name, pairedAt: new Date().toISOString() };
       await saveCredential(configDir, server, credential);
       log(`tether-host: paired with ${server} as "${args.name}" (device ${enrolled.deviceId})`);
@@ -199,6 +213,7 @@ type Ending = { next: "reconnect"; why: string } | { next: "exit"; code: number 
 class HostSession {
   private readonly calls = new Map<string, AbortController>();
   private running = 0;
+  private updateNoticed = false;
   private readonly queue: Array<() => void> = [];
 
   constructor(private readonly args: SessionArgs) {}
@@ -239,10 +254,11 @@ class HostSession {
     stop.addEventListener("abort", abortConnection, { once: true });
     let watchdog: NodeJS.Timeout | undefined;
     try {
-      await client.hello(
+      const hello = await client.hello(
         { tools: tools.map((tool) => announce(tool, scope)), roots: [...scope.roots], agent: HOST_AGENT },
         connection.signal,
       );
+      this.noticeUpdate(hello.hostVersion);
       const body = await client.stream(connection.signal);
       let idleLimitMs = 45_000;
       const armWatchdog = () => {
@@ -346,6 +362,14 @@ class HostSession {
         if (this.args.stop.aborted || !(await sleep(200 * (attempt + 1), this.args.stop))) return;
       }
     }
+  }
+
+  /** One line, once per run, when the server offers a newer tether-host; it never updates itself. */
+  private noticeUpdate(offered: string | undefined): void {
+    if (this.updateNoticed || !offered || !isOlderVersion(HOST_VERSION, offered)) return;
+    this.updateNoticed = true;
+    const file = `tether-host-${hostPlatform()}${process.platform === "win32" ? ".exe" : ""}`;
+    this.args.log(`tether-host: an update is available: ${offered} (this is ${HOST_VERSION}). Download ${this.args.server}/downloads/${file} and replace this executable.`);
   }
 
   private abortAll(): void {

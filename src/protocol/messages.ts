@@ -48,7 +48,13 @@ export const HelloBodySchema = Type.Object(
 );
 export type HelloBody = Omit<Static<typeof HelloBodySchema>, "tools"> & { tools: AnnouncedTool[] };
 
-export const HelloReplySchema = Type.Object({ protocol: Type.Number(), deviceId: Type.String(), name: Type.String() });
+export const HelloReplySchema = Type.Object({
+  protocol: Type.Number(),
+  deviceId: Type.String(),
+  name: Type.String(),
+  /** The tether-host version this server offers for download (`/downloads`); newer than the device's means an update exists. */
+  hostVersion: Type.Optional(Type.String()),
+});
 export type HelloReply = Static<typeof HelloReplySchema>;
 
 /** Names of the events the server sends down the stream. */

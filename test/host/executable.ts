@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Test } from "tap";
-import { buildHost } from "../../scripts/build-host.js";
+import { buildHost, type HostTarget } from "../../scripts/build-host.js";
 import { IN_CI } from "../helpers/database.js";
 import { eventually } from "./helpers.js";
 
@@ -8,9 +8,9 @@ import { eventually } from "./helpers.js";
  * The real device executable built from bin/host.ts (reused when newer than its sources). Outside CI,
  * a machine that cannot build it skips the calling test file (ends it and exits 0).
  */
-export async function builtExecutable(t: Test): Promise<string> {
+export async function builtExecutable(t: Test, target?: HostTarget): Promise<string> {
   try {
-    return (await buildHost({ ifStale: true, log: (line) => t.comment(line) })).executable;
+    return (await buildHost({ ifStale: true, ...(target ? { target } : {}), log: (line) => t.comment(line) })).executable;
   } catch (error) {
     if (IN_CI) throw error;
     t.comment(`skipping: the executable could not be built here (${(error as Error).message})`);
@@ -52,4 +52,11 @@ export function startHost(executable: string, env: Record<string, string>, cwd: 
       return found!;
     },
   };
+}
+
+/** What tether-host prints when it asks for approval: the URL with the code filled in, and the code on its own line. */
+export async function approvalPrompt(host: HostProcess): Promise<{ url: string; userCode: string }> {
+  const urlLine = await host.waitFor(/^\s+https?:\/\/\S+\/device\?user_code=/);
+  const userCode = await host.waitFor(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+  return { url: urlLine.trim(), userCode };
 }

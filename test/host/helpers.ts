@@ -9,7 +9,7 @@ import { TestClient, uniqueEmail } from "../helpers/client.js";
  * Like `startTestApp`, with a port and database the caller may choose, so a test can stop the server
  * and start a new one on the same address and data (a restart, as a device sees it).
  */
-export async function startHostServer(t: Test, options: { port?: number; database?: DatabaseHandle } = {}): Promise<TestApp & { port: number }> {
+export async function startHostServer(t: Test, options: { port?: number; database?: DatabaseHandle; env?: Record<string, string> } = {}): Promise<TestApp & { port: number }> {
   const port = options.port ?? (await freePort());
   return { ...(await startTestApp(t, { ...options, port })), port };
 }

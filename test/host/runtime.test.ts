@@ -41,14 +41,18 @@ t.test("backoff grows, is jittered, and is capped at 30 s", async (t) => {
   t.equal(backoffDelay(1000, backoff, () => 0), 15_000);
 });
 
-t.test("not paired, or a bad code: exit 3 with a message saying how to pair", async (t) => {
+t.test("not paired: it asks for approval on /device (stopped while waiting: exit 0); a bad code: exit 3", async (t) => {
   const dir = await tempDir(t);
   const server = await startHostServer(t);
   const lines: string[] = [];
   const log = (line: string) => lines.push(line);
   const base = { server: server.url, tools: builtinTools, roots: [dir], configDir: path.join(dir, "cfg"), handleSignals: false, log };
-  t.equal(await runHost(base), ExitCode.pairAgain);
-  t.match(lines.at(-1), /not paired with .*TETHER_PAIRING_CODE/);
+  const stop = new AbortController();
+  const waiting = runHost({ ...base, signal: stop.signal });
+  await eventually(() => lines.some((line) => /^[A-Z0-9]{4}-[A-Z0-9]{4}$/.test(line)), 10_000, "the user code on a line of its own");
+  t.match(lines.join("\n"), new RegExp(`open\n  ${server.url}/device\\?user_code=[A-Z0-9]{8}\n`));
+  stop.abort();
+  t.equal(await waiting, ExitCode.stopped);
   t.equal(await runHost({ ...base, pairingCode: "22222-22222" }), ExitCode.pairAgain);
   t.match(lines.at(-1), /pairing failed: This pairing code is not valid/);
   t.equal(await runHost({ ...base, roots: [path.join(dir, "missing")] }), ExitCode.failed);

@@ -4,6 +4,7 @@ import { deviceAuthorization, redeemDeviceCode, type DeviceAuthorizationGrant, t
 import type { Kysely } from "kysely";
 import * as z from "zod";
 import type { Database } from "../../db/schema.js";
+import { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE } from "../../protocol/device-authorization.js";
 import { CLIENT_IP_HEADER } from "../auth/internal-headers.js";
 import { createDevice } from "./devices.js";
 
@@ -24,8 +25,7 @@ import { createDevice } from "./devices.js";
  * Only the `tether-host` client id is accepted. User codes are better-auth's: 8 characters from an
  * alphabet without 0/O/1/I, read case-insensitively with any separators, single use.
  */
-export const DEVICE_CLIENT_ID = "tether-host";
-export const DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code";
+export { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE };
 
 export interface HostDeviceAuthorizationOptions {
   db: Kysely<Database>;

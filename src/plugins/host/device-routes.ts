@@ -30,6 +30,8 @@ declare module "fastify" {
 export interface DeviceRoutesOptions {
   enrollLimiter: RateLimiter;
   keepAliveMs: number;
+  /** The tether-host version on offer, told to each device at hello. */
+  offeredHostVersion: () => Promise<string>;
 }
 
 /** A `read_file` result may carry 1 MB of text, which JSON escaping can grow several times. */
@@ -102,7 +104,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       const twice = duplicateToolName(request.body.tools);
       if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
       await service.hello(device, request.body);
-      const reply: HelloReply = { protocol: PROTOCOL_VERSION, deviceId: device.id, name: device.name };
+      const reply: HelloReply = { protocol: PROTOCOL_VERSION, deviceId: device.id, name: device.name, hostVersion: await options.offeredHostVersion() };
       return reply;
     });
 

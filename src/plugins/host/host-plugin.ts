@@ -1,6 +1,9 @@
+import path from "node:path";
 import fp from "fastify-plugin";
 import { onUserChanged } from "../auth/user-changes.js";
 import { deviceRoutes } from "./device-routes.js";
+import { downloadRoutes } from "./download-routes.js";
+import { downloadCatalog, type DownloadCatalog } from "./downloads.js";
 import { createMemoryDispatcher, type Dispatcher } from "./dispatcher.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { createHostService, type HostService } from "./service.js";
@@ -10,6 +13,8 @@ declare module "fastify" {
   interface FastifyInstance {
     /** The device host connector: pairing, devices, calls and proposals (see service.ts). */
     tetherHost: HostService;
+    /** The device executables this server offers (`/downloads`, and the update notice). */
+    tetherHostDownloads: DownloadCatalog;
   }
 }
 
@@ -28,6 +33,8 @@ export interface HostPluginOptions {
    * in this process's memory, like the dispatcher.
    */
   enrollRateLimit?: { max: number; windowMs: number };
+  /** Where the executables offered at `/downloads` are (what `npm run build:host` writes; default `dist/downloads`). */
+  downloadsDir?: string;
 }
 
 /**
@@ -55,10 +62,15 @@ export const hostPlugin = fp<HostPluginOptions>(
       dispatcher.closeAll();
     });
 
+    const catalog = downloadCatalog(path.resolve(options.downloadsDir ?? "dist/downloads"));
+    fastify.decorate("tetherHostDownloads", catalog);
+    await fastify.register(downloadRoutes, { catalog });
+
     const limit = options.enrollRateLimit ?? { max: 10, windowMs: 60_000 };
     await fastify.register(deviceRoutes, {
       enrollLimiter: createRateLimiter(limit),
       keepAliveMs: options.keepAliveMs ?? 15_000,
+      offeredHostVersion: () => catalog.version(),
     });
     await fastify.register(userRoutes);
   },

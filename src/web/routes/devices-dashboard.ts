@@ -17,6 +17,7 @@ import {
   type ShownDiff,
   type SseStream,
 } from "../../plugins/host/index.js";
+import { agentVersion, isOlderVersion } from "../../protocol/index.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
 import { diffLines, formFields, readForm, type FormBody } from "../schema-form.js";
@@ -115,13 +116,24 @@ const routes: FastifyPluginAsync = async (instance) => {
     return { device, tool, fields: formFields(tool.inputSchema, submitted) };
   };
 
+  /** The owner's devices, each running an older tether-host than the one on offer noted with it. */
+  const listDevices = async (owner: string) => {
+    const offered = await fastify.tetherHostDownloads.version();
+    return (await service.listDevices(owner)).map((device) => {
+      const running = agentVersion(device.agent);
+      return { ...device, updateTo: running && isOlderVersion(running, offered) ? offered : undefined };
+    });
+  };
+
   /** The whole page; any panel may carry extras (a pairing code, a tool run, a notice). */
   const page = async (request: FastifyRequest, reply: FastifyReply, extras: Record<string, unknown> = {}) => {
     const owner = userId(request);
-    const devices = await service.listDevices(owner);
+    const devices = await listDevices(owner);
     return reply.render("devices", {
       title: "Devices",
       devices,
+      downloads: await fastify.tetherHostDownloads.list(),
+      baseURL,
       proposals: await proposalViews(owner, devices),
       pair: undefined,
       tool: undefined,
@@ -134,7 +146,7 @@ const routes: FastifyPluginAsync = async (instance) => {
 
   /** The lists alone (what #devices-list and #proposals-list swap in). */
   const deviceItems = async (request: FastifyRequest, reply: FastifyReply) =>
-    reply.render("devices-items", { devices: await service.listDevices(userId(request)) });
+    reply.render("devices-items", { devices: await listDevices(userId(request)) });
 
   const proposalItems = async (request: FastifyRequest, reply: FastifyReply) => {
     const owner = userId(request);
