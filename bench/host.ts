@@ -3,7 +3,9 @@
  *
  * 1. Calls: `POST /api/host/calls` running `stat` on a connected device (the real runtime, in its own
  *    process) against a bare Fastify JSON POST route, both driven by autocannon from another process:
- *    one connection (round-trip latency, p50/p99) and ten (throughput, calls/s).
+ *    one connection (round-trip latency, p50/p99) and ten (throughput, calls/s). The same `stat`
+ *    through MCP (`tools/call` POSTed to `/mcp`, stateless Streamable HTTP, JSON responses) in the
+ *    same run.
  * 2. Idle streams: how much memory the server holds per idle device stream, opened from another
  *    process, against the same number of plain idle keep-alive connections.
  * Machines here are noisy: read the ratios, not the absolute numbers.
@@ -195,6 +197,11 @@ export async function benchHost(): Promise<void> {
     await post(`${base}/api/host/calls`, call, 10, 1, auth);
     const calls1 = await latency(`${base}/api/host/calls`, call, SECONDS, auth);
     const calls10 = await post(`${base}/api/host/calls`, call, 10, SECONDS, auth);
+    const mcpCall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "stat", arguments: { device: deviceId, path: "." } } };
+    const mcpHeaders = { ...auth, accept: "application/json, text/event-stream" };
+    await post(`${base}/mcp`, mcpCall, 10, 1, mcpHeaders);
+    const mcp1 = await latency(`${base}/mcp`, mcpCall, SECONDS, mcpHeaders);
+    const mcp10 = await post(`${base}/mcp`, mcpCall, 10, SECONDS, mcpHeaders);
 
     const ms = (us: number) => `${fmt(us / 1000, 2)} ms`;
     console.log("Round trip, one request at a time on one keep-alive connection:");
@@ -203,10 +210,15 @@ export async function benchHost(): Promise<void> {
       `  stat via POST /api/host/calls         p50 ${ms(calls1.p50).padStart(9)}   p99 ${ms(calls1.p99).padStart(9)}   ${fmt(calls1.perSecond).padStart(6)} /s` +
         `   (p50 ${fmt(calls1.p50 / bare1.p50, 1)}×, p99 ${fmt(calls1.p99 / bare1.p99, 1)}× the baseline)`,
     );
-    const problems = calls10.non2xx + calls10.errors > 0 ? `  (${calls10.non2xx} non-2xx, ${calls10.errors} errors!)` : "";
+    console.log(
+      `  stat via MCP tools/call on /mcp       p50 ${ms(mcp1.p50).padStart(9)}   p99 ${ms(mcp1.p99).padStart(9)}   ${fmt(mcp1.perSecond).padStart(6)} /s` +
+        `   (p50 ${fmt(mcp1.p50 / calls1.p50, 2)}× POST /api/host/calls)`,
+    );
+    const problems = (load: Load) => (load.non2xx + load.errors > 0 ? `  (${load.non2xx} non-2xx, ${load.errors} errors!)` : "");
     console.log("Throughput, autocannon with 10 connections:");
     console.log(`  bare Fastify JSON POST (baseline)     ${fmt(bare10.rps).padStart(7)} /s   p99 ${fmt(bare10.p99, 0)} ms`);
-    console.log(`  stat via POST /api/host/calls         ${fmt(calls10.rps).padStart(7)} /s   p99 ${fmt(calls10.p99, 0)} ms   (${fmt((calls10.rps / bare10.rps) * 100, 1)}% of the baseline)${problems}`);
+    console.log(`  stat via POST /api/host/calls         ${fmt(calls10.rps).padStart(7)} /s   p99 ${fmt(calls10.p99, 0)} ms   (${fmt((calls10.rps / bare10.rps) * 100, 1)}% of the baseline)${problems(calls10)}`);
+    console.log(`  stat via MCP tools/call on /mcp       ${fmt(mcp10.rps).padStart(7)} /s   p99 ${fmt(mcp10.p99, 0)} ms   (${fmt((mcp10.rps / calls10.rps) * 100, 1)}% of POST /api/host/calls)${problems(mcp10)}`);
     device.kill("SIGTERM");
 
     // Idle streams: devices made directly in the database (pairing them one by one is not the point).

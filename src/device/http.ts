@@ -21,7 +21,13 @@ type Env = Record<string, string | undefined>;
 export function networkDispatcher(env: Env = process.env): Dispatcher {
   // An http:// server is reached with plain proxy requests (absolute URLs), as curl does: many proxies
   // allow CONNECT to port 443 only. An https:// server is always tunnelled (CONNECT).
-  const proxying = { proxyTunnel: false };
+  const proxying = {
+    proxyTunnel: false,
+    // From `env` (not undici's own look at process.env), lower case first as curl reads them.
+    httpProxy: env.http_proxy || env.HTTP_PROXY || "",
+    httpsProxy: env.https_proxy || env.HTTPS_PROXY || "",
+    noProxy: env.no_proxy || env.NO_PROXY || "",
+  };
   const extra = [env.NODE_EXTRA_CA_CERTS, env.TETHER_CA_FILE].map((file) => file?.trim()).filter((file): file is string => !!file);
   if (extra.length === 0) return new EnvHttpProxyAgent(proxying);
   const ca = [...tls.rootCertificates];

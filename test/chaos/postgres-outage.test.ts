@@ -1,7 +1,7 @@
 import t from "tap";
 import { HEARTBEAT_BOUND_MS } from "../../src/db/notifications.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { eventually, sleep, startOwnPostgres, startServerProcess } from "./services.js";
+import { chaosUnavailable, eventually, sleep, startOwnPostgres, startServerProcess } from "./services.js";
 
 /**
  * What production does to a database connection, done to a PostgreSQL of the test's own while the app
@@ -9,7 +9,7 @@ import { eventually, sleep, startOwnPostgres, startServerProcess } from "./servi
  * session timeout, a restart, and a LISTEN connection that silently stalls. The process never dies;
  * during an outage users get a 503 that says so, and everything recovers by itself.
  */
-t.test("the app survives what PostgreSQL does to its connections", async (t) => {
+t.test("the app survives what PostgreSQL does to its connections", { skip: chaosUnavailable() }, async (t) => {
   const postgres = await startOwnPostgres(t);
   const server = await startServerProcess(t, { DATABASE_URL: postgres.url });
   const { url } = server;

@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,6 +13,17 @@ import { freePort } from "../helpers/app.js";
  */
 
 const PG_BIN = "/usr/lib/postgresql/15/bin";
+
+/**
+ * Why these tests cannot run here, or false. Missing binaries fail the tests under CI (which must run
+ * them) and skip them with this reason elsewhere.
+ */
+export function chaosUnavailable(): string | false {
+  if (process.env.CI === "true" || process.env.CI === "1") return false;
+  if (!existsSync(`${PG_BIN}/postgres`)) return `no PostgreSQL binaries in ${PG_BIN}`;
+  if (spawnSync("redis-server", ["--version"]).status !== 0) return "no redis-server on PATH";
+  return false;
+}
 
 /** PostgreSQL refuses to run as root: as root, the cluster belongs to the `postgres` user. */
 function clusterOwner(): { uid: number; gid: number } | undefined {

@@ -3,6 +3,7 @@
  * with a 400 `{ code, message }` (a rendered 400 for pages), in every place the attack found a 500.
  */
 import t, { type Test } from "tap";
+import { exceedsJsonDepth } from "../../src/http/input-guard.js";
 import { startTestApp } from "../helpers/app.js";
 import { bearer, mintToken, newUser } from "../helpers/auth.js";
 import { TestClient } from "../helpers/client.js";
@@ -109,4 +110,17 @@ t.test("JSON nested 5,000 deep is refused before it is parsed", async (t) => {
 
 t.test("the server is still well", async (t) => {
   t.equal((await fetch(`${url}/healthz`)).status, 200);
+});
+
+t.test("the depth scan counts brackets outside strings only, escapes included", async (t) => {
+  const cases: Array<[string, number, boolean]> = [
+    ["[[[]]]", 2, true],
+    ["[[[]]]", 3, false],
+    [JSON.stringify({ a: '[[[[\\"[[[' }), 1, false],
+    [JSON.stringify(["\\"]), 0, true],
+    ['"\\\\"[[', 1, true],
+    ['"\\\"[["', 1, false],
+    ['["unterminated [[[', 1, false],
+  ];
+  for (const [text, limit, expected] of cases) t.equal(exceedsJsonDepth(text, limit), expected, `${text} over ${limit}`);
 });
