@@ -133,9 +133,10 @@ export async function buildHost(options: BuildHostOptions = {}): Promise<BuiltHo
   const work = path.join(WORK_DIR, target);
   await mkdir(work, { recursive: true });
   await mkdir(DOWNLOADS_DIR, { recursive: true });
-  const bundle = path.join(work, "tether-host.cjs");
-  const blob = path.join(work, "sea-prep.blob");
-  const seaConfig = path.join(work, "sea-config.json");
+  // Per-process names: test files build in parallel, and each file only ever renames a complete result into place.
+  const bundle = path.join(work, `tether-host.${process.pid}.cjs`);
+  const blob = path.join(work, `sea-prep.${process.pid}.blob`);
+  const seaConfig = path.join(work, `sea-config.${process.pid}.json`);
 
   // 1. One CommonJS file, everything bundled (undici included): the executable's `require` loads
   // built-ins only. A warning about import.meta means code that would break inside the binary.
@@ -163,7 +164,7 @@ export async function buildHost(options: BuildHostOptions = {}): Promise<BuiltHo
 
   // 3. A copy of Node with the blob injected; renamed into place only when complete.
   const mac = target.startsWith("darwin-");
-  const temporary = `${output}.tmp`;
+  const temporary = `${output}.${process.pid}.tmp`;
   await rm(temporary, { force: true });
   await copyFile(node, temporary);
   await chmod(temporary, 0o755);
@@ -172,10 +173,13 @@ export async function buildHost(options: BuildHostOptions = {}): Promise<BuiltHo
   if (mac && process.platform === "darwin") execFileSync("codesign", ["--sign", "-", temporary]);
   await rename(temporary, output);
   if (target === NATIVE_TARGET) {
-    // The same file under its historical name (a hard link: no second 99 MB).
-    await rm(HOST_EXECUTABLE, { force: true });
-    await link(output, HOST_EXECUTABLE).catch(() => copyFile(output, HOST_EXECUTABLE));
+    // The same file under its historical name (a hard link: no second 99 MB), swapped in atomically.
+    const alias = `${HOST_EXECUTABLE}.${process.pid}.tmp`;
+    await rm(alias, { force: true });
+    await link(output, alias).catch(() => copyFile(output, alias));
+    await rename(alias, HOST_EXECUTABLE);
   }
+  await Promise.all([bundle, blob, seaConfig].map((file) => rm(file, { force: true })));
   await writeFile(inputsFile(target), JSON.stringify(inputs, null, 2));
   await recordManifest(target);
   const size = (await stat(output)).size;
