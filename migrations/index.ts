@@ -1,9 +1,9 @@
 import type { Migration } from "kysely/migration";
 import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
-import * as sessionInvalidation from "./0002_session_invalidation.js";
+import * as sessionInvalidation from "./0003_session_invalidation.js";
+import * as host from "./0004_host.js";
 import * as deactivationEndsSessions from "./0010_deactivation_ends_sessions.js";
-import * as host from "./0003_host.js";
 import * as hostInvalidation from "./0030_host_invalidation.js";
 import * as mcp from "./0040_mcp.js";
 import * as oauthProvider from "./0041_oauth_provider.js";
@@ -13,12 +13,14 @@ import * as accounts from "./0060_accounts.js";
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
  * built package and inside bundles. Each plugin exports the ones it needs, so an embedding team can
- * merge them into its own Kysely migrator; names sort in the order they must run.
+ * merge them into its own Kysely migrator; names sort in the order they must run, and no two share a
+ * number. A database migrated before a rename is brought in line by `migrateToLatest` (see
+ * `RENAMED_MIGRATIONS` in src/db/migrate.ts).
  */
 export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
   "0002_api_tokens": apiTokens,
-  "0002_session_invalidation": sessionInvalidation,
+  "0003_session_invalidation": sessionInvalidation,
   "0010_deactivation_ends_sessions": deactivationEndsSessions,
 };
 
@@ -29,7 +31,7 @@ export const accountMigrations: Record<string, Migration> = {
 
 /** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
 export const hostMigrations: Record<string, Migration> = {
-  "0003_host": host,
+  "0004_host": host,
   "0030_host_invalidation": hostInvalidation,
   "0050_device_authorization": deviceAuthorization,
 };

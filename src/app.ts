@@ -23,7 +23,6 @@ import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
 import { redisCounterStorage, redisRateLimitStorage } from "./plugins/auth/redis-storage.js";
 import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
-import { devicePages } from "./plugins/host/pages.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
 import { mcpOAuthPlugins } from "./plugins/mcp/oauth.js";
 import { mcpPages, mcpPublicPages } from "./plugins/mcp/pages.js";
@@ -32,7 +31,18 @@ import { apiTokenRoutes } from "./plugins/session/token-routes.js";
 import { adminApiRoutes } from "./routes/admin-api.js";
 import { healthRoutes } from "./routes/health.js";
 import { meRoutes } from "./routes/me.js";
-import { guardedPagesPlugin, pagesPlugin, type GuardedPagePlugin } from "./web/index.js";
+import {
+  activityPages,
+  adminPages,
+  devicePages,
+  guardedPagesPlugin,
+  homePage,
+  pagesPlugin,
+  securityPages,
+  sessionPages,
+  tokenPages,
+  type GuardedPagePlugin,
+} from "./web/index.js";
 import { devicePage } from "./web/routes/device-page.js";
 
 export interface BuildAppOptions {
@@ -129,7 +139,9 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(healthRoutes);
   await app.register(pagesPlugin);
   await app.register(mcpPublicPages);
-  await app.register(guardedPagesPlugin, { pages: [devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])] });
+  // The app names its signed-in pages; each inherits the route guard.
+  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])];
+  await app.register(guardedPagesPlugin, { pages });
   return app;
 }
 

@@ -103,7 +103,7 @@ export type SessionRow = Selectable<SessionTable>;
 export type ApiTokenRow = Selectable<ApiTokenTable>;
 export type NewApiToken = Insertable<ApiTokenTable>;
 
-/** Device host connector (migrations/0003_host.ts). */
+/** Device host connector (migrations/0004_host.ts). */
 export interface HostDeviceTable {
   id: string;
   user_id: string;

@@ -4,3 +4,5 @@
  */
 export * from "./tool.js";
 export * from "./messages.js";
+export * from "./versions.js";
+export * from "./device-authorization.js";

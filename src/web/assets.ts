@@ -14,7 +14,7 @@ export interface AssetUrls {
   js: string;
   htmx: string;
   icon: string;
-  /** htmx's SSE extension and the /devices page's stylesheet (src/plugins/host/pages.ts). */
+  /** htmx's SSE extension and the /devices page's stylesheet (src/web/routes/devices-dashboard.ts). */
   sse: string;
   devicesCss: string;
   /** The WebAuthn script of the sign-in and security pages (only when passkeys are on). */

@@ -27,23 +27,18 @@
  * Every route the plugin adds (and every plugin it registers in turn, wrapped in fastify-plugin or
  * not) inherits the guard: nothing to call, nothing to forget. Templates go in `src/views` (start a
  * page with `<% layout("/layout") %>`); a navigation link goes in `src/views/layout.eta`. Site-admin-only pages add their own hook inside, as the admin pages do
- * (`request.requireSiteAdmin()` → a 403 page for others). Plugins are registered in order after the
- * built-in pages (home, API tokens, users); `buildApp({ guardedPages })` appends to that list.
+ * (`request.requireSiteAdmin()` → a 403 page for others). The app names every page, Tether's own
+ * included (`homePage`, `tokenPages`, `adminPages`, `devicePages` from `tether/web`), in the order to
+ * register them; the example app's `buildApp({ guardedPages })` appends to its list.
  *
  * Registering into the context later (from another plugin, after it has loaded) is not offered:
  * Fastify would silently add such routes outside the context, unguarded.
  */
-import type { FastifyPluginAsync, FastifyPluginCallback, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyPluginCallback, FastifyRequest, RawServerDefault } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../http/error-handler.js";
 import { LoginRequiredError } from "../http/errors.js";
 import type { UiUser } from "../plugins/session/session-plugin.js";
-import { activityPages } from "./routes/activity-pages.js";
-import { adminPages } from "./routes/admin-pages.js";
-import { homePage } from "./routes/home-page.js";
-import { securityPages } from "./routes/security-pages.js";
-import { sessionPages } from "./routes/session-pages.js";
-import { tokenPages } from "./routes/token-pages.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -56,11 +51,11 @@ declare module "fastify" {
  * A plugin of signed-in pages, async or callback style, with any type provider (plain or TypeBox).
  * It is registered without options: close over whatever it needs.
  */
-export type GuardedPagePlugin = FastifyPluginAsync<any, any, any> | FastifyPluginCallback<any, any, any>;
+export type GuardedPagePlugin = FastifyPluginAsync<any, RawServerDefault, any> | FastifyPluginCallback<any, RawServerDefault, any>;
 
 export interface GuardedPagesOptions {
-  /** Further page plugins, registered after the built-in ones; all inherit the guard. */
-  pages?: GuardedPagePlugin[];
+  /** The app's signed-in pages, registered in this order; all inherit the guard. The guard names none itself. */
+  pages: GuardedPagePlugin[];
 }
 
 /** The guard's user, inside the guarded context; throws the login redirect if called outside it. */
@@ -81,13 +76,7 @@ export const guardedPagesPlugin = fp<GuardedPagesOptions>(
         request.tetherUser = session.user;
       });
 
-      await guarded.register(homePage);
-      await guarded.register(tokenPages);
-      await guarded.register(adminPages);
-      await guarded.register(securityPages);
-      await guarded.register(sessionPages);
-      await guarded.register(activityPages);
-      for (const page of options.pages ?? []) await guarded.register(page);
+      for (const page of options.pages) await guarded.register(page);
     });
   },
   { name: "tether-guarded-pages", dependencies: ["tether-pages", "tether-session"] },

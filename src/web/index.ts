@@ -3,7 +3,7 @@
  * origin, every flow working without JavaScript. Register `pagesPlugin`, then `guardedPagesPlugin`:
  *
  *     await app.register(pagesPlugin);
- *     await app.register(guardedPagesPlugin, { pages: [devicePages] });
+ *     await app.register(guardedPagesPlugin, { pages: [homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages] });
  *
  * - `pagesPlugin`: security headers on every response, `/assets/*`, `reply.render`, the error pages
  *   (`errorPageRenderer`), and the public pages (sign-in, sign-up, password reset, sign-out).
@@ -17,6 +17,14 @@ import { authPages } from "./routes/auth-pages.js";
 import { securityHeadersPlugin } from "./security-headers.js";
 
 export { guardedPagesPlugin, signedInUser, type GuardedPagePlugin, type GuardedPagesOptions } from "./guard.js";
+export { homePage } from "./routes/home-page.js";
+export { tokenPages } from "./routes/token-pages.js";
+export { adminPages } from "./routes/admin-pages.js";
+export { devicePages } from "./routes/devices-dashboard.js";
+export { securityPages } from "./routes/security-pages.js";
+export { sessionPages } from "./routes/session-pages.js";
+export { activityPages } from "./routes/activity-pages.js";
+export { formFields, readForm, diffLines, type FormField, type FormBody } from "./schema-form.js";
 export { isHtmxRequest, wantsFragment, HTMX_CONFIG, type PageLocals } from "./render.js";
 export { CONTENT_SECURITY_POLICY } from "./security-headers.js";
 export type { FormState } from "./forms.js";

@@ -78,7 +78,9 @@ t.test("the embedded database, while the server holds it and after", async (t) =
     if (server.exitCode === null && server.signalCode === null) server.kill("SIGKILL");
   });
   let up = false;
-  for (let i = 0; i < 300 && !up && server.exitCode === null; i++) {
+  // Generous: on a loaded 2-core machine tsx compiling the whole app can take well over 30 s.
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline && !up && server.exitCode === null) {
     up = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
     if (!up) await new Promise((resolve) => setTimeout(resolve, 100));
   }

@@ -1,6 +1,6 @@
 import t from "tap";
 import { readEventStream } from "../../src/device/sse.js";
-import { diffLines, formFields, readForm } from "../../src/plugins/host/schema-form.js";
+import { diffLines, formFields, readForm } from "../../src/web/schema-form.js";
 import { json, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n keep\n-<b>old</b>\n+new\n";

@@ -1,7 +1,7 @@
 import t from "tap";
 import { hashSecret } from "../../src/crypto/secrets.js";
 import { userAdmin } from "../../src/plugins/auth/user-admin.js";
-import { PAIRING_ALPHABET, parsePairingCode } from "../../src/plugins/host/pairing-code.js";
+import { PAIRING_ALPHABET, parsePairingCode } from "../../src/plugins/host/pairing-code-format.js";
 import { enroll, json, protocolHeaders, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
 
 const enrollRaw = (url: string, body: unknown, headers: Record<string, string> = protocolHeaders) =>

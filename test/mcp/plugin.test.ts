@@ -4,7 +4,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import Fastify from "fastify";
 import t from "tap";
-import { authPlugin, createAuth, dbPlugin, errorHandlerPlugin, originGuardPlugin } from "../../src/plugins/auth/index.js";
+import { dbPlugin } from "../../src/db/index.js";
+import { errorHandlerPlugin } from "../../src/http/index.js";
+import { authPlugin, createAuth, originGuardPlugin } from "../../src/plugins/auth/index.js";
 import { createDevice } from "../../src/plugins/host/devices.js";
 import { hostPlugin } from "../../src/plugins/host/index.js";
 import { mcpPlugin } from "../../src/plugins/mcp/index.js";
@@ -77,4 +79,20 @@ t.test("alone, with its dependencies: token auth, device tools, the action switc
   const opened = await allowed.callTool({ name: "open_path", arguments: { device: "scripted", path: "notes.txt" } });
   t.notOk(opened.isError);
   t.match(textOf(opened), /"opened": "notes.txt"/);
+
+  // The notification stream (GET /mcp) ends when its token is revoked: the session is over.
+  const stream = await fetch(`${url}/mcp`, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } });
+  t.equal(stream.status, 200);
+  t.match(stream.headers.get("content-type"), /text\/event-stream/);
+  const tokenId = (await app.tetherApiTokens.list(userId))[0]!.id;
+  t.ok(await app.tetherApiTokens.revoke(userId, tokenId));
+  const reader = stream.body!.getReader();
+  const ended = await Promise.race([
+    (async () => {
+      while (!(await reader.read()).done);
+      return true;
+    })(),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), 20_000).unref()),
+  ]);
+  t.ok(ended, "the stream closed after the revocation");
 });

@@ -43,7 +43,7 @@ t.test("the README's embedding example runs as written", async (t) => {
     stdio: ["ignore", "inherit", "inherit"],
   });
   t.teardown(() => child.kill());
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 120_000; // generous: a loaded 2-core machine starts slowly
   for (;;) {
     const up = await fetch(`${base}/api/projects`, { redirect: "manual" }).catch(() => undefined);
     if (up) break;

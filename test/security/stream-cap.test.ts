@@ -3,7 +3,7 @@
  * Retry-After), a stream that ends frees its slot, and other users are not affected.
  */
 import t from "tap";
-import { MAX_LIVE_STREAMS_PER_USER } from "../../src/plugins/host/pages.js";
+import { MAX_LIVE_STREAMS_PER_USER } from "../../src/web/routes/devices-dashboard.js";
 import { startTestApp } from "../helpers/app.js";
 import { cookieOf, newUser } from "../helpers/auth.js";
 import { eventually } from "../host/helpers.js";

@@ -5,10 +5,4 @@ export { originGuardPlugin, judgeOrigin, type OriginGuardOptions, type OriginVer
 export { edgeSso, type EdgeSsoOptions } from "./edge-sso.js";
 export { redisCounterStorage, redisRateLimitStorage } from "./redis-storage.js";
 export { userAdmin, type UserAdmin, type UserListing } from "./user-admin.js";
-export { errorHandlerPlugin, wantsHtml, redirectTo, type ErrorBody, type ErrorPageRenderer } from "../../http/error-handler.js";
-export { HttpError, LoginRequiredError, ForbiddenError } from "../../http/errors.js";
-export { dbPlugin, type DbPluginOptions } from "../../db/db-plugin.js";
-export { openDatabase, type DatabaseHandle, type DatabaseTarget } from "../../db/connect.js";
-export { migrateToLatest } from "../../db/migrate.js";
-export type { Database } from "../../db/schema.js";
 export { authMigrations } from "../../../migrations/index.js";

@@ -48,7 +48,7 @@ export interface HostPluginOptions {
 /**
  * The device host connector on Fastify. Decorates `fastify.tetherHost` and serves `/api/host/*`: the
  * owner's JSON API (session or `host:call` token) and the device's API (device token). The consuming
- * app owns the tables (migrations/0003_host.ts, 0030_host_invalidation.ts). Streams are closed before
+ * app owns the tables (migrations/0004_host.ts, 0030_host_invalidation.ts). Streams are closed before
  * the server stops, so a restart never waits on them and devices reconnect to the next instance.
  */
 export const hostPlugin = fp<HostPluginOptions>(

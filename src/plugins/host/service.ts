@@ -11,7 +11,7 @@ import { MAX_STORED_DIFF_BYTES, MAX_STORED_DIFF_LINES, tooLargeToStore } from ".
 import type { DeviceIdentity, DeviceSummary, TokenVerdict } from "./devices.js";
 import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher, type SettleVerdict } from "./dispatcher.js";
 import { HostError } from "./errors.js";
-import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing-codes.js";
+import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing.js";
 import * as proposals from "./proposals.js";
 import type { Proposal } from "./proposals.js";
 import type { AnnouncedTool, HelloBody, ResultBody } from "../../protocol/index.js";

@@ -25,7 +25,7 @@ export interface AuthCacheOptions {
 /**
  * In-process cache of resolved sessions (by session token) and API tokens (by token hash), so a
  * request normally costs no query. Correctness rests on invalidation, not on expiry: the database
- * notifies every change to a session, user or token (migration 0002_session_invalidation), and
+ * notifies every change to a session, user or token (migration 0003_session_invalidation), and
  * `invalidate` drops the entry before the next request can see it. The cache serves nothing while
  * the notification channel is down, and a read that raced an invalidation is never stored.
  */

@@ -3,7 +3,7 @@ import { sql, type Kysely } from "kysely";
 import { secretsEqual } from "../../crypto/secrets.js";
 import type { Database } from "../../db/schema.js";
 import { createDevice } from "./devices.js";
-import { digests, formatPairingCode, generatePairingCode, parsePairingCode } from "./pairing-code.js";
+import { digests, formatPairingCode, generatePairingCode, parsePairingCode } from "./pairing-code-format.js";
 
 /** Pairing codes: minting, and exchanging one for a device credential. */
 

@@ -2,18 +2,27 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { redirectTo } from "../../http/error-handler.js";
-import { HttpError, notFound } from "../../http/errors.js";
-import { signedInUser } from "../../web/guard.js";
-import { wantsFragment } from "../../web/render.js";
-import { agentVersion, isOlderVersion } from "../../protocol/versions.js";
-import { hostCaller, hostPerson } from "./callers.js";
-import { shownPart, type ShownDiff } from "./diff-limits.js";
-import { HostError, hostRefusal, rethrowAsHttpError } from "./errors.js";
-import type { Proposal } from "./proposals.js";
-import { diffLines, formFields, readForm, type FormBody } from "./schema-form.js";
-import type { DeviceView } from "./service.js";
-import { openSseStream, type SseStream } from "./sse-channel.js";
+// Only package entries: this plugin is what an embedding team would write against tether/host.
+import { HttpError, notFound, redirectTo } from "../../http/index.js";
+import {
+  HostError,
+  hostCaller,
+  hostPerson,
+  hostRefusal,
+  openSseStream,
+  rethrowAsHttpError,
+  shownPart,
+  type DeviceView,
+  type proposals,
+  type ShownDiff,
+  type SseStream,
+} from "../../plugins/host/index.js";
+import { agentVersion, isOlderVersion } from "../../protocol/index.js";
+import { signedInUser } from "../guard.js";
+import { wantsFragment } from "../render.js";
+import { diffLines, formFields, readForm, type FormBody } from "../schema-form.js";
+
+type Proposal = proposals.Proposal;
 
 /**
  * `/devices`: the owner's devices (online or last seen), pairing, revoking, running any tool through
