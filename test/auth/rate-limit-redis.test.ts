@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import t from "tap";
 import { startTestApp, TEST_SECRET } from "../helpers/app.js";
@@ -16,11 +17,15 @@ const PRODUCTION = { NODE_ENV: "production", BETTER_AUTH_SECRET: TEST_SECRET };
 /** better-auth's sign-in limit as Tether configures it (create-auth.ts): 10 a minute per address. */
 const SIGN_IN_LIMIT = 10;
 
-/** One failed sign-in (no Origin, no cookie: a script), with the given extra headers. */
+/**
+ * One failed sign-in (no Origin, no cookie: a script), with the given extra headers. Each attempt names another
+ * address, so what is measured here is the per-client-address limit alone, never the per-account lockout
+ * (test/accounts covers that one).
+ */
 const attempt = (url: string, headers: Record<string, string> = {}, password = "wrong password!") =>
   bare(url, "/api/auth/sign-in/email", { "content-type": "application/json", ...headers }, {
     method: "POST",
-    body: JSON.stringify({ email: "nobody-ratelimit@example.com", password }),
+    body: JSON.stringify({ email: `nobody-ratelimit-${randomUUID()}@example.com`, password }),
   });
 
 /** Makes `count` attempts; returns their statuses. */
