@@ -183,3 +183,14 @@ export async function eventually(predicate: () => boolean | Promise<boolean>, ti
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** A signed-in owner with a paired device that has said hello and holds its stream open (closed at the end of `t`). */
+export async function connectedDevice(t: Test, url: string): Promise<{ owner: TestClient & { userId: string }; deviceId: string; device: ScriptedDevice }> {
+  const owner = await signedIn(url);
+  const { deviceId, token } = await pair(owner);
+  const device = new ScriptedDevice(url, deviceId, token);
+  await device.hello();
+  await device.connect();
+  t.teardown(() => device.disconnect());
+  return { owner, deviceId, device };
+}

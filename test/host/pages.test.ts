@@ -1,7 +1,7 @@
 import t from "tap";
 import { readEventStream } from "../../src/device/sse.js";
 import { diffLines, formFields, readForm } from "../../src/web/schema-form.js";
-import { json, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { connectedDevice, json, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n keep\n-<b>old</b>\n+new\n";
 
@@ -161,12 +161,7 @@ t.test("forms from schemas, and diffs, as the page reads them", async (t) => {
 
 t.test("the page answers a refusal with the API's status, not a blanket 409", async (t) => {
   const server = await startHostServer(t);
-  const owner = await signedIn(server.url);
-  const { deviceId, token } = await pair(owner);
-  const device = new ScriptedDevice(server.url, deviceId, token);
-  await device.hello();
-  await device.connect();
-  t.teardown(() => device.disconnect());
+  const { owner, deviceId, device } = await connectedDevice(t, server.url);
 
   // A device that never answers: fill its calls in flight (64) through the API, and keep them waiting.
   const waiting = Array.from({ length: 64 }, () => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" }, timeoutMs: 600_000 }));

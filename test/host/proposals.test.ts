@@ -1,5 +1,5 @@
 import t from "tap";
-import { json, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { connectedDevice, json, signedIn, startHostServer } from "./helpers.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n";
 
@@ -9,12 +9,7 @@ t.test("proposals", async (t) => {
 
   /** A device whose write_file plans a fixed diff and applies by recording the input it was given. */
   const connected = async () => {
-    const owner = await signedIn(server.url);
-    const { deviceId, token } = await pair(owner);
-    const device = new ScriptedDevice(server.url, deviceId, token);
-    await device.hello();
-    await device.connect();
-    t.teardown(() => device.disconnect());
+    const { owner, deviceId, device } = await connectedDevice(t, server.url);
     const applied: unknown[] = [];
     device.serve(async (call) => {
       if (call.mode === "plan") return { diff: DIFF, summary: `write ${call.input.path}` };
@@ -148,12 +143,7 @@ t.test("proposals", async (t) => {
   });
 
   t.test("a plan that is not a proposal is refused, and nothing is stored", async (t) => {
-    const owner = await signedIn(server.url);
-    const { deviceId, token } = await pair(owner);
-    const device = new ScriptedDevice(server.url, deviceId, token);
-    await device.hello();
-    await device.connect();
-    t.teardown(() => device.disconnect());
+    const { owner, deviceId, device } = await connectedDevice(t, server.url);
     device.serve(() => ({ nothing: true }));
     const response = await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "x", content: "" } });
     t.equal(response.status, 502);
