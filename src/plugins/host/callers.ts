@@ -13,7 +13,10 @@ export const HOST_CALL_SCOPE = "host:call";
 export async function hostCaller(request: FastifyRequest): Promise<Caller> {
   const session = await request.getSession({ requiredScope: HOST_CALL_SCOPE });
   if (!session) throw unauthorized(`Sign in, or send an API token with the "${HOST_CALL_SCOPE}" scope`);
-  return { userId: session.user.id, actor: session.session ? "session" : "token" };
+  if (session.session) return { userId: session.user.id, actor: "session" };
+  // Name the token in the audit log, as /mcp does, so the owner's activity says which token made each call.
+  const token = await request.getApiToken();
+  return { userId: session.user.id, actor: "token", ...(token ? { credential: `token:${token.id}` } : {}) };
 }
 
 /**
