@@ -4,7 +4,7 @@ import { TestClient, uniqueEmail } from "../helpers/client.js";
 
 /** The app LISTENs on one dedicated connection per invalidation channel: the session cache's and the device cache's. */
 const LISTEN_CONNECTIONS = 2;
-import { chaosUnavailable, eventually, sleep, startOwnPostgres, startServerProcess } from "./services.js";
+import { chaosUnavailable, eventually, sleep, stallBackends, startOwnPostgres, startServerProcess } from "./services.js";
 
 /**
  * What production does to a database connection, done to a PostgreSQL of the test's own while the app
@@ -84,14 +84,7 @@ t.test("the app survives what PostgreSQL does to its connections", { skip: chaos
     const stalled = await listenPids();
     t.equal(stalled.length, LISTEN_CONNECTIONS, "the LISTEN backends");
     for (let i = 0; i < 3; i++) t.equal(await me(), 200, "the session is served (and cached)");
-    for (const pid of stalled) process.kill(pid, "SIGSTOP");
-    t.teardown(() => {
-      for (const pid of stalled) {
-        try {
-          process.kill(pid, "SIGCONT");
-        } catch {}
-      }
-    });
+    const resume = stallBackends(t, stalled);
     const revokedAt = Date.now();
     await postgres.query(`delete from "session" where "userId" = $1`, [userId]);
     const revoked = await eventually(async () => (await me()) === 401, 60_000, 100);
@@ -103,11 +96,7 @@ t.test("the app survives what PostgreSQL does to its connections", { skip: chaos
       await eventually(async () => (await listenPids()).some((pid) => !stalled.includes(pid)), 30_000),
       "the stalled connection is replaced",
     );
-    for (const pid of stalled) {
-      try {
-        process.kill(pid, "SIGCONT");
-      } catch {} // already gone
-    }
+    resume();
 
     // The new connection carries revocations again.
     const again = new TestClient(url);

@@ -226,3 +226,20 @@ export async function startServerProcess(t: Test, env: Record<string, string>): 
   if (!up) throw new Error(`the server did not start:\n${output}`);
   return { url, pid: child.pid!, alive, output: () => output };
 }
+
+/**
+ * Stalls backends with SIGSTOP, as a NAT that drops idle connections without a FIN would: no error, no data.
+ * Returns `resume` (safe to call twice; a backend already gone is skipped), which also runs at teardown.
+ */
+export function stallBackends(t: Test, pids: number[]): () => void {
+  for (const pid of pids) process.kill(pid, "SIGSTOP");
+  const resume = () => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {} // already gone
+    }
+  };
+  t.teardown(resume);
+  return resume;
+}

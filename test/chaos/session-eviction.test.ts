@@ -5,7 +5,7 @@ import { allMigrations } from "../../migrations/index.js";
 import { startTestApp } from "../helpers/app.js";
 import { PASSWORD } from "../helpers/auth.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { chaosUnavailable, eventually, startOwnPostgres } from "./services.js";
+import { chaosUnavailable, eventually, stallBackends, startOwnPostgres } from "./services.js";
 
 /**
  * A password reset, a password change or revoke-other-sessions in this process ends every one of the
@@ -43,14 +43,7 @@ t.test("revoking through the auth API evicts all of the user's cached sessions a
     reset: await twoSessions("reset"),
   };
 
-  for (const pid of stalled) process.kill(pid, "SIGSTOP");
-  t.teardown(() => {
-    for (const pid of stalled) {
-      try {
-        process.kill(pid, "SIGCONT");
-      } catch {}
-    }
-  });
+  const resume = stallBackends(t, stalled);
   const stallStart = Date.now();
 
   await t.test("revoke-other-sessions", async (t) => {
@@ -84,11 +77,7 @@ t.test("revoking through the auth API evicts all of the user's cached sessions a
   // answers above would prove nothing.
   t.ok(Date.now() - stallStart < 60_000, "all within the raised bound, while the cache still served");
 
-  for (const pid of stalled) {
-    try {
-      process.kill(pid, "SIGCONT");
-    } catch {} // already gone
-  }
+  resume();
   const listening = async () =>
     (await postgres.query("select pid from pg_stat_activity where application_name = 'tether-listen'")).length === stalled.length;
   t.ok(await eventually(listening, 30_000), "LISTEN is up");
