@@ -61,10 +61,12 @@ if (!existsSync(TINYPROXY) && !IN_CI) {
 
     await eventually(async () => (await logged()).includes(`POST ${serverPath("/api/host/result")}`), 10_000, "the result in the proxy's log");
     const log = await logged();
-    for (const request of ["POST /api/auth/device/code", "POST /api/auth/device/credential", "POST /api/host/hello", "GET /api/host/stream", "POST /api/host/result"]) {
+    for (const request of ["POST /api/auth/device/code", "POST /api/auth/device/credential", "POST /api/host/hello", "GET /api/host/stream"]) {
       const [method, route] = request.split(" ");
       t.match(log, `${method} ${serverPath(route!)} HTTP/1.1`, `the proxy carried ${request}`);
     }
+    // Results go to /api/host/result/<call id> (the id is checked before the body is read).
+    t.match(log, new RegExp(`POST ${serverPath("/api/host/result/").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[^ ]+ HTTP/1\\.1`), "the proxy carried POST /api/host/result/<call id>");
 
     // NO_PROXY: the same set-up, but this server is excluded, so the proxy sees nothing of it.
     const code = (await json(await owner.post("/api/host/pairing-codes"))).code;

@@ -90,6 +90,7 @@ t.test("registration, consent in Chromium, token, a call; revoking the grant end
   t.teardown(() => client.close());
   const read = await client.callTool({ name: "read_file", arguments: { device: "oauth-box", path: "notes.txt" } });
   t.match(textOf(read), /first line/);
+  await world.app.app.tetherAudit.flush(); // audit rows are written in batches, off the request path
   const rows = await world.app.database.db.selectFrom("host_audit").select(["credential", "tool"]).where("actor", "=", "mcp").execute();
   t.ok(rows.some((row) => row.credential === `oauth:${provider.information!.client_id}` && row.tool === "read_file"), "audited with the OAuth client");
 

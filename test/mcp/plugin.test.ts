@@ -6,6 +6,7 @@ import Fastify from "fastify";
 import t from "tap";
 import { dbPlugin } from "../../src/db/index.js";
 import { errorHandlerPlugin } from "../../src/http/index.js";
+import { auditPlugin } from "../../src/plugins/audit/audit-plugin.js";
 import { authPlugin, createAuth, originGuardPlugin } from "../../src/plugins/auth/index.js";
 import { createDevice } from "../../src/plugins/host/devices.js";
 import { hostPlugin } from "../../src/plugins/host/index.js";
@@ -30,6 +31,7 @@ async function bareApp(withHost: boolean) {
   await app.register(cookie);
   await app.register(formbody);
   await app.register(dbPlugin, { db: database.db });
+  await app.register(auditPlugin);
   await app.register(originGuardPlugin, { trustedOrigins: [url] });
   await app.register(authPlugin, { auth });
   await app.register(sessionPlugin);
