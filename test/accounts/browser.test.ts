@@ -118,7 +118,7 @@ async function accountBrowserTests(): Promise<void> {
     await page.getByLabel("Backup code").fill(backupCodes[0]!);
     await page.getByRole("button", { name: "Verify" }).click();
     await page.waitForURL("**/home");
-    t.pass("signed in with a backup code");
+    t.equal(new URL(page.url()).pathname, "/home", "signed in with a backup code");
   });
 
   t.test("two browsers: list the sessions, revoke the other one, its next request lands on /login", async (t) => {
@@ -139,7 +139,7 @@ async function accountBrowserTests(): Promise<void> {
 
     await second.page.goto("/settings/sessions");
     await second.page.waitForURL("**/login");
-    t.pass("the revoked browser is sent to /login");
+    t.equal(new URL(second.page.url()).pathname, "/login", "the revoked browser is sent to /login");
   });
 
   t.test("with JavaScript off: every account page works, two-factor included", async (t) => {
@@ -176,6 +176,6 @@ async function accountBrowserTests(): Promise<void> {
     await page.goto("/settings/sessions");
     await page.getByRole("button", { name: /Sign out .* on / }).click();
     await page.waitForURL("**/login");
-    t.pass("signed this session out from the sessions page");
+    t.equal(new URL(page.url()).pathname, "/login", "signed this session out from the sessions page");
   });
 }
