@@ -7,7 +7,9 @@ import { HostError, rethrowAsHttpError } from "./errors.js";
 import {
   duplicateToolName,
   EnrollBodySchema,
+  EnrollReplySchema,
   HelloBodySchema,
+  HelloReplySchema,
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   CallOutcomeSchema,
@@ -20,6 +22,7 @@ import {
 import type { RateLimiter } from "./rate-limit.js";
 import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
 import { openSseStream } from "./sse-channel.js";
+import { jsonResponses, NoContent } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 declare module "fastify" {
@@ -62,7 +65,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
   fastify.post(
     "/api/host/enroll",
     {
-      schema: { body: EnrollBodySchema },
+      schema: { body: EnrollBodySchema, response: jsonResponses({ 201: EnrollReplySchema }) },
       // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
       onRequest: async (request, reply) => {
         checkProtocol(request);
@@ -102,7 +105,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       request.tetherDevice = verdict.device;
     });
 
-    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema } }, async (request) => {
+    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema, response: jsonResponses({ 200: HelloReplySchema }) } }, async (request) => {
       const device = request.tetherDevice!;
       const twice = duplicateToolName(request.body.tools);
       if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
@@ -123,7 +126,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       });
     });
 
-    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
+    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema, response: jsonResponses({ 204: NoContent }) }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
       await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
     });
@@ -139,7 +142,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       results.withTypeProvider<TypeBoxTypeProvider>().post(
         "/api/host/result/:callId",
         {
-          schema: { params: ResultParamsSchema, body: CallOutcomeSchema },
+          schema: { params: ResultParamsSchema, body: CallOutcomeSchema, response: jsonResponses({ 204: NoContent }) },
           bodyLimit: MAX_RESULT_BODY,
           // Before a byte of the body is read: is this call awaited from this device, and how large may its result be?
           preParsing: async (request, _reply, payload) => {
