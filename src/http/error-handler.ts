@@ -70,7 +70,7 @@ export const errorHandlerPlugin = fp(
       return reply.send({ code: body.code, message: body.message });
     });
   },
-  { name: "tether-errors" },
+  { name: "tether-errors", fastify: "5.x" },
 );
 
 /**

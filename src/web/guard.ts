@@ -79,5 +79,5 @@ export const guardedPagesPlugin = fp<GuardedPagesOptions>(
       for (const page of options.pages) await guarded.register(page);
     });
   },
-  { name: "tether-guarded-pages", dependencies: ["tether-pages", "tether-session"] },
+  { name: "tether-guarded-pages", fastify: "5.x", dependencies: ["tether-pages", "tether-session"] },
 );
