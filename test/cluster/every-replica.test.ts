@@ -7,6 +7,7 @@
  * The replica that made the change drops its own entries before it answers, so there the very next request
  * is checked as is; the others hear of it from PostgreSQL a moment after the commit, so their first answer is
  * taken within a few seconds of the change (`afterSqlChange`), far below the caches' 5-minute age bound.
+ * Last, on the Redis dispatcher: a device result refused at one replica's edge ends the call waiting on another.
  */
 import t, { type Test } from "tap";
 import { startTestApp, type TestApp } from "../helpers/app.js";
@@ -14,7 +15,7 @@ import { afterSqlChange, bearer, mintToken, newUser } from "../helpers/auth.js";
 import { TestClient } from "../helpers/client.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
-import { json, pair, ScriptedDevice } from "../host/helpers.js";
+import { eventually, json, pair, ScriptedDevice } from "../host/helpers.js";
 
 if (!TEST_DATABASE_URL) {
   t.plan(0, "replicas need a PostgreSQL server (PGlite is one process): run with TEST_DATABASE_URL=postgres://… (CI does)");
@@ -38,31 +39,40 @@ if (!TEST_DATABASE_URL) {
     return { status: answered.status, code: (await json(answered))?.code as string | undefined };
   };
 
-  /** An owner with a paired device that answers `stat` calls, its stream on `holder`, and an agent token. */
-  const ownerWithDevice = async (t: Test, label: string, holder: TestApp) => {
+  /** An owner with a paired device whose stream is on `holder`, and an agent token to call it with. */
+  const pairedDevice = async (t: Test, label: string, holder: TestApp) => {
     const owner = await newUser(first.url, label);
     const { deviceId, token: deviceToken } = await pair(owner.client, `${label}-device`);
     const agentToken = await mintToken(owner.client, { scopes: ["host:call"] });
     const device = new ScriptedDevice(holder.url, deviceId, deviceToken);
     t.equal((await device.hello()).status, 200);
     await device.connect();
-    device.serve(() => ({ type: "file", size: 1 }));
     t.teardown(() => device.disconnect());
-    const call = (replica: TestApp) =>
+    const call = (replica: TestApp, timeoutMs = 30_000) =>
       status(fetch(`${replica.url}/api/host/calls`, {
         method: "POST",
         headers: { ...bearer(agentToken), "content-type": "application/json" },
-        body: JSON.stringify({ deviceId, tool: "stat", input: { path: "f" } }),
+        body: JSON.stringify({ deviceId, tool: "stat", input: { path: "f" }, timeoutMs }),
       }));
     const hello = (replica: TestApp) => status(new ScriptedDevice(replica.url, deviceId, deviceToken).hello());
+    for (const replica of replicas) {
+      await eventually(async () => (await json(await fetch(`${replica.url}/api/host/devices/${deviceId}`, { headers: bearer(agentToken) }))).online === true, 10_000, "the device online on every replica");
+    }
+    return { owner, deviceId, device, call, hello };
+  };
+
+  /** `pairedDevice`, answering `stat` calls, with every replica's caches warmed for it. */
+  const ownerWithDevice = async (t: Test, label: string, holder: TestApp) => {
+    const paired = await pairedDevice(t, label, holder);
+    paired.device.serve(() => ({ type: "file", size: 1 }));
     // Twice on every replica: the first request fills its caches (token, owner, device token), the second is served from them.
     for (const replica of replicas) {
       for (let i = 0; i < 2; i++) {
-        t.equal((await call(replica)).status, 200, `warm: a call through ${replica.url}`);
-        t.equal((await hello(replica)).status, 200, `warm: the device token on ${replica.url}`);
+        t.equal((await paired.call(replica)).status, 200, `warm: a call through ${replica.url}`);
+        t.equal((await paired.hello(replica)).status, 200, `warm: the device token on ${replica.url}`);
       }
     }
-    return { owner, deviceId, device, call, hello };
+    return paired;
   };
 
   t.test("a device revoked on one replica: its token fails on every replica, its stream on another closes", async (t) => {
@@ -103,5 +113,18 @@ if (!TEST_DATABASE_URL) {
       t.equal(me.status, 401, `the owner's session on ${replica.url}`);
     }
     t.match(await device.next("close"), { reason: "revoked" }, "the owner's device stream, held by another replica, was closed");
+  });
+
+  t.test("a result refused at the edge of one replica ends the call waiting on another (through Redis)", async (t) => {
+    const { device, call } = await pairedDevice(t, "refused-result", replicas[2]!);
+    const answer = call(replicas[0]!, 60_000);
+    const called = await device.nextCall();
+    const posted = await fetch(`${replicas[1]!.url}/api/host/result/${called.id}`, {
+      method: "POST",
+      headers: device.headers({ "content-type": "application/json" }),
+      body: JSON.stringify({ ok: true, result: { name: "a\u0000b" } }),
+    });
+    t.same(await status(Promise.resolve(posted)), { status: 400, code: "INVALID_CHARACTERS" }, "the device is told why");
+    t.same(await answer, { status: 502, code: "DEVICE_RESULT_INVALID" }, "the caller, on another replica, at once (not at its 60 s timeout)");
   });
 }
