@@ -6,6 +6,7 @@
  */
 import cookie from "@fastify/cookie";
 import formbody from "@fastify/formbody";
+import type { BetterAuthPlugin } from "better-auth";
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyPluginCallback } from "fastify";
 import tap, { type Test } from "tap";
 import type { DatabaseHandle } from "../../src/db/connect.js";
@@ -116,14 +117,19 @@ export interface BareApp {
  * A bare `Fastify()` with `dependencies` (and theirs, leaving out `leaveOut`) registered in app order;
  * closed at the end of `t`.
  */
-export async function bareFastify(t: Test, dependencies: string[], leaveOut?: string): Promise<BareApp> {
+export interface BareOptions {
+  /** better-auth plugins for the app's auth (e.g. the MCP OAuth provider), given the base URL. */
+  authPlugins?: (url: string) => BetterAuthPlugin[];
+}
+
+export async function bareFastify(t: Test, dependencies: string[], leaveOut?: string, options: BareOptions = {}): Promise<BareApp> {
   const port = await freePort();
   const url = `http://localhost:${port}`;
   const wanted = withTheirDependencies(dependencies, leaveOut);
   // Only plugins that keep data need the database (opening one costs a migration run).
   const stores = wanted.has("tether-db") || wanted.has("tether-auth");
   const db = stores ? (await fileDatabase()).db : (undefined as unknown as BareApp["db"]);
-  const auth = stores ? createAuth({ db, baseURL: url, secret: TEST_SECRET }) : (undefined as unknown as Auth);
+  const auth = stores ? createAuth({ db, baseURL: url, secret: TEST_SECRET, plugins: options.authPlugins?.(url) ?? [] }) : (undefined as unknown as Auth);
   const app = Fastify();
   t.teardown(() => app.close().catch(() => {}));
   for (const name of ORDER) {
@@ -147,8 +153,8 @@ export async function alone(t: Test, plugin: AnyPlugin, options: object = {}, ro
 }
 
 /** Signed-in `page` alone behind the route guard (the one way an app adds such pages), listening. */
-export async function aloneBehindGuard(t: Test, page: AnyPlugin): Promise<BareApp> {
-  const bare = await bareFastify(t, [...declaredDependencies(page), ...declaredDependencies(guardedPagesPlugin)]);
+export async function aloneBehindGuard(t: Test, page: AnyPlugin, options: BareOptions = {}): Promise<BareApp> {
+  const bare = await bareFastify(t, [...declaredDependencies(page), ...declaredDependencies(guardedPagesPlugin)], undefined, options);
   await bare.app.register(guardedPagesPlugin, { pages: [page] });
   await bare.listen();
   return bare;
@@ -173,4 +179,20 @@ export async function signedUp(url: string, label = "bare"): Promise<TestClient 
   const client = new TestClient(url, { headers: { accept: "text/html" } }) as TestClient & { userId: string };
   client.userId = await client.signUp(uniqueEmail(label), undefined, label);
   return client;
+}
+
+/**
+ * A signed-in page as its user sees it: anonymous visitors are sent to sign in, `user` gets the page
+ * (HTML, never cached, titled `heading`). Returns the page's HTML.
+ */
+export async function showsPage(t: Test, user: TestClient, path: string, heading: string): Promise<string> {
+  const anonymous = await fetch(user.baseURL + path, { redirect: "manual", headers: { accept: "text/html" } });
+  t.equal(anonymous.status, 302, `${path}: anonymous visitors are sent to sign in`);
+  t.equal(anonymous.headers.get("location"), "/login");
+  const page = await user.get(path);
+  t.equal(page.status, 200, `${path}: the signed-in user gets the page`);
+  t.equal(page.headers.get("cache-control"), "no-store");
+  const html = await page.text();
+  t.match(html, `<h1>${heading}</h1>`);
+  return html;
 }
