@@ -177,7 +177,7 @@ export async function refusesWithout(t: Test, plugin: AnyPlugin, missing: Depend
 /** A new user signed up through the bare app's own auth API: a browser-like client holding the cookie. */
 export async function signedUp(url: string, label = "bare"): Promise<TestClient & { userId: string }> {
   const client = new TestClient(url, { headers: { accept: "text/html" } }) as TestClient & { userId: string };
-  client.userId = await client.signUp(uniqueEmail(label), undefined, label);
+  client.userId = await client.signUp(uniqueEmail(label.replace(/\W+/g, "-").toLowerCase()), undefined, label);
   return client;
 }
 

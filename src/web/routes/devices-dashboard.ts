@@ -296,5 +296,5 @@ const routes: FastifyPluginAsync = async (instance) => {
 export const devicePages = fp(routes, {
   name: "tether-device-pages",
   encapsulate: true,
-  dependencies: ["tether-host", "tether-page-render", "@fastify/formbody"],
+  dependencies: ["tether-host", "tether-auth", "tether-page-render", "@fastify/formbody"],
 });
