@@ -22,5 +22,5 @@ export const dbPlugin = fp<DbPluginOptions>(
     fastify.decorate("tetherDb", options.db);
     fastify.decorate("tetherDbListen", options.listen ?? null);
   },
-  { name: "tether-db" },
+  { name: "tether-db", fastify: "5.x" },
 );

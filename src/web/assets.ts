@@ -80,4 +80,4 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 };
 
 /** Serves the stylesheet, our one small script, the icon and htmx, from memory, under `/assets/`. */
-export const assetsPlugin = fp(routes, { name: "tether-page-assets", dependencies: ["tether-errors"] });
+export const assetsPlugin = fp(routes, { name: "tether-page-assets", fastify: "5.x", dependencies: ["tether-errors"] });

@@ -82,5 +82,5 @@ export const errorPagesPlugin = fp(
       }
     };
   },
-  { name: "tether-error-pages", dependencies: ["tether-errors", "tether-page-render"] },
+  { name: "tether-error-pages", fastify: "5.x", dependencies: ["tether-errors", "tether-page-render"] },
 );

@@ -81,5 +81,5 @@ export const guardedPagesPlugin = fp<GuardedPagesOptions>(
   },
   // What the guard itself uses: the session (`fetchSession`) and the error handler (its redirect). Each
   // page declares what it needs (e.g. `tether-page-render`), so a page registers here without the public pages.
-  { name: "tether-guarded-pages", dependencies: ["tether-errors", "tether-session"] },
+  { name: "tether-guarded-pages", fastify: "5.x", dependencies: ["tether-errors", "tether-session"] },
 );

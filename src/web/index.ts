@@ -38,5 +38,5 @@ export const pagesPlugin = fp(
     await fastify.register(errorPagesPlugin);
     await fastify.register(authPages);
   },
-  { name: "tether-pages", dependencies: ["tether-errors", "tether-auth", "tether-session", "@fastify/formbody"] },
+  { name: "tether-pages", fastify: "5.x", dependencies: ["tether-errors", "tether-auth", "tether-session", "@fastify/formbody"] },
 );

@@ -94,5 +94,5 @@ export const renderPlugin = fp<RenderPluginOptions>(
       return this.type("text/html; charset=utf-8").send(html);
     });
   },
-  { name: "tether-page-render", dependencies: ["tether-page-assets"] },
+  { name: "tether-page-render", fastify: "5.x", dependencies: ["tether-page-assets"] },
 );

@@ -46,5 +46,5 @@ export const securityHeadersPlugin = fp<SecurityHeadersOptions>(
       return payload;
     });
   },
-  { name: "tether-security-headers" },
+  { name: "tether-security-headers", fastify: "5.x" },
 );

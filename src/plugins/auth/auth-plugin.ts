@@ -97,7 +97,7 @@ export const authPlugin = fp<AuthPluginOptions>(
       },
     });
   },
-  { name: "tether-auth", dependencies: ["tether-errors", "tether-origin-guard"] },
+  { name: "tether-auth", fastify: "5.x", dependencies: ["tether-errors", "tether-origin-guard"] },
 );
 
 /** A parsed form body back as a form; a repeated field (an array) stays repeated. */

@@ -42,5 +42,5 @@ export const originGuardPlugin = fp<OriginGuardOptions>(
       }
     });
   },
-  { name: "tether-origin-guard", dependencies: ["tether-errors"] },
+  { name: "tether-origin-guard", fastify: "5.x", dependencies: ["tether-errors"] },
 );

@@ -207,5 +207,5 @@ export const sessionPlugin = fp(
       done();
     });
   },
-  { name: "tether-session", dependencies: ["tether-db", "tether-auth", "tether-errors", "@fastify/cookie"] },
+  { name: "tether-session", fastify: "5.x", dependencies: ["tether-db", "tether-auth", "tether-errors", "@fastify/cookie"] },
 );

@@ -56,6 +56,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 export const apiTokenRoutes = fp(routes, {
   name: "tether-api-token-routes",
+  fastify: "5.x",
   dependencies: ["tether-session"],
   encapsulate: true,
 });

@@ -107,6 +107,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 export const adminPages = fp(routes, {
   name: "tether-admin-pages",
+  fastify: "5.x",
   encapsulate: true,
   dependencies: ["tether-auth", "tether-db", "tether-session", "tether-activity", "tether-page-render"],
 });

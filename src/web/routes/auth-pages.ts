@@ -198,6 +198,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 export const authPages = fp(routes, {
   name: "tether-auth-pages",
+  fastify: "5.x",
   encapsulate: true,
   dependencies: ["tether-auth", "tether-session", "tether-page-render", "@fastify/formbody"],
 });

@@ -295,6 +295,7 @@ const routes: FastifyPluginAsync = async (instance) => {
 /** The /devices pages, for `guardedPagesPlugin({ pages: [devicePages] })`. */
 export const devicePages = fp(routes, {
   name: "tether-device-pages",
+  fastify: "5.x",
   encapsulate: true,
   dependencies: ["tether-host", "tether-auth", "tether-page-render", "@fastify/formbody"],
 });

@@ -27,4 +27,4 @@ const routes: FastifyPluginAsync = async (fastify) => {
   });
 };
 
-export const homePage = fp(routes, { name: "tether-home-page", encapsulate: true, dependencies: ["tether-db", "tether-page-render"] });
+export const homePage = fp(routes, { name: "tether-home-page", fastify: "5.x", encapsulate: true, dependencies: ["tether-db", "tether-page-render"] });

@@ -143,6 +143,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 export const securityPages = fp(routes, {
   name: "tether-security-pages",
+  fastify: "5.x",
   encapsulate: true,
   dependencies: ["tether-auth", "tether-db", "tether-session", "tether-page-render", "@fastify/formbody"],
 });

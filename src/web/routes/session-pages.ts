@@ -63,6 +63,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 export const sessionPages = fp(routes, {
   name: "tether-session-pages",
+  fastify: "5.x",
   encapsulate: true,
   dependencies: ["tether-auth", "tether-db", "tether-session", "tether-page-render", "@fastify/formbody"],
 });

@@ -100,6 +100,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
 
 export const tokenPages = fp(routes, {
   name: "tether-token-pages",
+  fastify: "5.x",
   encapsulate: true,
   dependencies: ["tether-session", "tether-page-render", "@fastify/formbody"],
 });
