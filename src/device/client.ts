@@ -1,5 +1,5 @@
 import { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE } from "../protocol/device-authorization.js";
-import type { DeviceFetch } from "./http.js";
+import { deviceRequest, type DeviceRequest, type DeviceResponse } from "./http.js";
 import { HOST_AGENT } from "./version.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBody } from "../protocol/index.js";
 
@@ -40,8 +40,8 @@ export class HostClient {
   constructor(
     readonly server: string,
     private token?: string,
-    /** Every request goes through it: `deviceFetch()` honours proxies and extra CAs (see http.ts). */
-    private readonly fetch: DeviceFetch = globalThis.fetch,
+    /** Every request goes through it: `deviceRequest()` honours proxies and extra CAs (see http.ts). */
+    private readonly request: DeviceRequest = deviceRequest(),
   ) {}
 
   setToken(token: string): void {
@@ -58,7 +58,7 @@ export class HostClient {
   }
 
   private async post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
-    const response = await this.fetch(this.server + path, {
+    const response = await this.request(this.server + path, {
       method: "POST",
       headers: this.headers(true),
       body: JSON.stringify(body),
@@ -99,15 +99,14 @@ export class HostClient {
   }
 
   /** Opens the event stream; the caller reads the body. */
-  async stream(signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
-    const response = await this.fetch(`${this.server}/api/host/stream`, { headers: { ...this.headers(false), accept: "text/event-stream" }, signal });
+  async stream(signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const response = await this.request(`${this.server}/api/host/stream`, { headers: { ...this.headers(false), accept: "text/event-stream" }, signal });
     if (!response.ok) throw await errorOf(response);
-    if (!response.body) throw new ServerError(response.status, "NO_STREAM", "The server answered without a stream");
     return response.body;
   }
 }
 
-async function errorOf(response: Response): Promise<ServerError> {
+async function errorOf(response: DeviceResponse): Promise<ServerError> {
   const text = await response.text().catch(() => "");
   try {
     const body = JSON.parse(text) as { code?: unknown; message?: unknown; error?: unknown; error_description?: unknown };
@@ -117,5 +116,5 @@ async function errorOf(response: Response): Promise<ServerError> {
   } catch {
     /* not JSON */
   }
-  return new ServerError(response.status, `HTTP_${response.status}`, `The server answered ${response.status} ${response.statusText}`.trim());
+  return new ServerError(response.status, `HTTP_${response.status}`, `The server answered ${response.status}`);
 }

@@ -2,7 +2,7 @@ import { StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type
 import { createScope, describeTool, invokeTool, ToolError, type ApprovedPlan, type LocalTool, type Scope } from "../tools/index.js";
 import { authorizeDevice } from "./authorize.js";
 import { HostClient, ServerError } from "./client.js";
-import { describeNetwork, deviceFetch, type DeviceFetch } from "./http.js";
+import { describeNetwork, deviceRequest, type DeviceRequest } from "./http.js";
 import { hostEnvironment, hostPlatform, normalizeServerUrl, type HostEnvironment } from "./config.js";
 import { forgetCredential, loadCredential, saveCredential, type DeviceCredential } from "./credentials.js";
 import { readEventStream } from "./sse.js";
@@ -92,16 +92,16 @@ export async function runHost(options: RunHostOptions): Promise<number> {
       log(`tether-host: ${error instanceof Error ? error.message : String(error)}`);
       return ExitCode.failed;
     }
-    let fetchThroughNetwork: DeviceFetch;
+    let requestThroughNetwork: DeviceRequest;
     try {
-      fetchThroughNetwork = deviceFetch();
+      requestThroughNetwork = deviceRequest();
     } catch (error) {
       log(`tether-host: ${error instanceof Error ? error.message : String(error)}`);
       return ExitCode.failed;
     }
     const network = describeNetwork();
     if (network) log(`tether-host: ${network}`);
-    const client = new HostClient(server, undefined, fetchThroughNetwork);
+    const client = new HostClient(server, undefined, requestThroughNetwork);
     const credential = await obtainCredential({ client, server, configDir, name, pairingCode: options.pairingCode ?? env.pairingCode, log, stop: stop.signal, backoff });
     if (typeof credential === "number") return credential;
     client.setToken(credential.token);

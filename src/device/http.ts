@@ -1,10 +1,26 @@
 import { readFileSync } from "node:fs";
 import tls from "node:tls";
-import { EnvHttpProxyAgent, fetch as undiciFetch, type Dispatcher } from "undici";
+import { EnvHttpProxyAgent, request, type Dispatcher } from "undici";
 import { HostConfigError } from "./config.js";
 
-/** `fetch` as the device uses it for every request to the server, the event stream included. */
-export type DeviceFetch = (url: string, init?: RequestInit) => Promise<Response>;
+/** A response as the device reads it: the status, and the body once (as text, or chunk by chunk). */
+export interface DeviceResponse {
+  readonly status: number;
+  readonly ok: boolean;
+  /** The body as chunks (the event stream); reading it is the caller's job. */
+  readonly body: AsyncIterable<Uint8Array>;
+  text(): Promise<string>;
+}
+
+export interface DeviceRequestInit {
+  method?: "GET" | "POST";
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+}
+
+/** How the device makes every request to the server, the event stream included. */
+export type DeviceRequest = (url: string, init: DeviceRequestInit) => Promise<DeviceResponse>;
 
 type Env = Record<string, string | undefined>;
 
@@ -42,10 +58,23 @@ export function networkDispatcher(env: Env = process.env): Dispatcher {
   return new EnvHttpProxyAgent({ ...proxying, connect: { ca }, requestTls: { ca }, proxyTls: { ca } });
 }
 
-/** A fetch through `dispatcher` (default: `networkDispatcher()` from the environment). */
-export function deviceFetch(dispatcher: Dispatcher = networkDispatcher()): DeviceFetch {
-  // undici's Response is the standard one at run time; its TypeScript types are its own.
-  return (url, init) => undiciFetch(url, { ...(init as object), dispatcher }) as unknown as Promise<Response>;
+/**
+ * Requests through `dispatcher` (default: `networkDispatcher()` from the environment), with undici's
+ * `request`: a result post is on the hot path of every tool call, and `request` costs a fraction of
+ * `fetch` (no WHATWG Request/Response/stream objects; measured with `npm run bench -- host`).
+ */
+export function deviceRequest(dispatcher: Dispatcher = networkDispatcher()): DeviceRequest {
+  return async (url, init) => {
+    const response = await request(url, {
+      dispatcher,
+      method: init.method ?? "GET",
+      headers: init.headers,
+      ...(init.body !== undefined ? { body: init.body } : {}),
+      ...(init.signal ? { signal: init.signal } : {}),
+    });
+    const body = response.body;
+    return { status: response.statusCode, ok: response.statusCode >= 200 && response.statusCode < 300, body, text: () => body.text() };
+  };
 }
 
 /** What the device says about the network set-up in its first lines (never the proxy's credentials). */

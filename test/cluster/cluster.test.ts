@@ -1,24 +1,28 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
 import t from "tap";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
+import { credentialPath } from "../../src/device/credentials.js";
 import { builtExecutable, startHost } from "../host/executable.js";
-import { eventually, json } from "../host/helpers.js";
+import { eventually, json, protocolHeaders } from "../host/helpers.js";
 import { freePort, ownPostgres, startNginx, startReplica, type Replica } from "./cluster.js";
 
 /**
- * Two real replicas (`src/server.ts` processes) on one PostgreSQL and one Redis, behind nginx with the
- * repo's configuration, and the real device executable connected through nginx. (Redis stopping and
- * coming back is tested on the dispatchers themselves, in test/host/dispatcher-contract.test.ts.)
+ * Two real replicas (`src/server.ts` processes) on one PostgreSQL and a Redis of the test's own, behind
+ * nginx with the repo's configuration, and the real device executable connected through nginx. In
+ * order: a call through each replica, concurrent approves, Redis stopped and started again, SIGKILL of
+ * the stream's replica and its restart on the same port, and last (the device is gone after it) a
+ * revoke made on the replica that does not hold the stream.
  */
 const SLOW = process.env.TETHER_SLOW_TESTS === "1";
 if (!SLOW) t.plan(0, "slow (two replicas, nginx, a Redis, the device executable: minutes): run it with TETHER_SLOW_TESTS=1 npx tap test/cluster/cluster.test.ts (CI does)");
 const executable = SLOW ? await builtExecutable(t) : "";
 
 if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t) => {
+  const cluster = t;
   const work = await mkdtemp(path.join(os.tmpdir(), "tether-cluster-"));
   t.teardown(() => rm(work, { recursive: true, force: true }));
   const root = path.join(work, "project");
@@ -39,15 +43,16 @@ if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t)
   await owner.signUp(uniqueEmail("cluster"));
   const { token } = await json(await owner.post("/api/tokens", { name: "agent", scopes: ["host:call"] }));
   const { code } = await json(await owner.post("/api/host/pairing-codes"));
-  const host = startHost(executable, { TETHER_SERVER_URL: publicUrl, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: "node-1" }, work);
+  const configDir = path.join(work, "config");
+  const host = startHost(executable, { TETHER_SERVER_URL: publicUrl, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "node-1" }, work);
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");
   });
   await host.waitFor(/connected to .* as "node-1"/, 60_000);
   const deviceId = (await json(await owner.get("/api/host/devices"))).devices[0].id as string;
 
-  /** `POST /api/host/calls` on one replica, with the agent's token. */
-  const call = async (replica: Replica, tool: string, input: Record<string, unknown>): Promise<{ status: number; body: any }> => {
+  /** `POST /api/host/calls` on one replica (or through nginx), with the agent's token. */
+  const call = async (replica: { url: string }, tool: string, input: Record<string, unknown>): Promise<{ status: number; body: any }> => {
     const response = await fetch(`${replica.url}/api/host/calls`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -96,7 +101,30 @@ if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t)
     t.equal((await json(await owner.get(`/api/host/proposals/${proposed.body.proposalId}`))).status, "applied");
   });
 
-  await t.test("SIGKILL of the replica holding the stream: the waiting call fails fast, the device comes back through nginx", async (t) => {
+  await t.test("Redis stops: calls answer 503 DISPATCH_UNAVAILABLE at once and /healthz says so; Redis back, the cluster recovers", async (t) => {
+    await holderOfStream();
+    await redis.stop();
+    for (const replica of replicas) {
+      await eventually(async () => (await fetch(`${replica.url}/healthz`)).status === 503, 10_000, `/healthz on ${replica.port} to notice`);
+      t.match(await json(await fetch(`${replica.url}/healthz`)), { code: "DISPATCH_UNAVAILABLE" }, `/healthz on ${replica.port} says why`);
+      const started = Date.now();
+      const refused = await call(replica, "stat", { path: "notes.txt" });
+      t.equal(refused.status, 503, `a call through ${replica.port} is refused`);
+      t.equal(refused.body.code, "DISPATCH_UNAVAILABLE");
+      t.ok(Date.now() - started < 5_000, `answered in ${Date.now() - started} ms, not after the 30 s call timeout`);
+    }
+    await redis.start();
+    // Nothing restarted: each replica reconnects to Redis by itself, and the device reconnects to one of them.
+    for (const replica of replicas) {
+      await eventually(async () => (await fetch(`${replica.url}/healthz`)).status === 200, 30_000, `/healthz on ${replica.port} to recover`);
+    }
+    for (const replica of replicas) {
+      await eventually(async () => (await call(replica, "stat", { path: "notes.txt" })).status === 200, 60_000, `a call through ${replica.port} once the device is back`);
+      t.pass(`a call through the replica on ${replica.port} succeeds again`);
+    }
+  });
+
+  await t.test("SIGKILL of the replica holding the stream: the waiting call fails fast, the device comes back; the replica restarts on its port", async (t) => {
     const { holder, other } = await holderOfStream();
     host.child.kill("SIGSTOP"); // the device will not answer this call
     const inFlight = call(other, "stat", { path: "notes.txt" });
@@ -109,5 +137,40 @@ if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t)
     t.equal(failed.body.code, "DEVICE_DISCONNECTED");
     t.ok(Date.now() - started < 20_000, `failed in ${Date.now() - started} ms, long before the 30 s call timeout`);
     await eventually(async () => (await call(other, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, through the surviving replica");
+
+    // The same port again, as a process manager restarts a crashed replica.
+    // Owned by the cluster's test, not this subtest: a subtest's teardown would kill it as this subtest ends.
+    const restarted = await startReplica(cluster, env, holder.port);
+    replicas[replicas.indexOf(holder)] = restarted;
+    t.not(restarted.replicaId, holder.replicaId, "a new replica id");
+    const direct = await call(restarted, "stat", { path: "notes.txt" });
+    t.equal(direct.status, 200, "a call through the restarted replica reaches the device");
+    for (let i = 1; i <= 4; i++) t.equal((await call({ url: publicUrl }, "stat", { path: "notes.txt" })).status, 200, `call ${i} through nginx (both upstreams in turn)`);
+  });
+
+  await t.test("a revoke made on the replica without the stream closes the stream; the revoked token fails everywhere", async (t) => {
+    const { other } = await holderOfStream();
+    const { token: deviceToken } = JSON.parse(await readFile(credentialPath(configDir), "utf8")).servers[publicUrl] as { token: string };
+    const exitedAt = host.exited.then((code) => ({ code, at: Date.now() }));
+    const started = Date.now();
+    const revoked = await ownerOn(other).request("DELETE", `/api/host/devices/${deviceId}`);
+    t.equal(revoked.status, 204, `revoked on the replica on ${other.port}`);
+    const exit = await exitedAt;
+    t.equal(exit.code, 3, "the device was told it is revoked and exits (pair again), without reconnecting");
+    t.ok(exit.at - started < 1_000, `the stream closed ${exit.at - started} ms after the revoke (bound 1 s)`);
+    t.ok(host.stderr.some((line) => /revoked/.test(line)), "the device says why");
+    await t.rejects(stat(credentialPath(configDir)), "the device forgot the revoked credential");
+    for (const replica of replicas) {
+      const next = await call(replica, "stat", { path: "notes.txt" });
+      t.equal(next.status, 404, `the next call through ${replica.port}`);
+      t.equal(next.body.code, "DEVICE_NOT_FOUND");
+      const hello = await fetch(`${replica.url}/api/host/hello`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${deviceToken}`, "content-type": "application/json", ...protocolHeaders },
+        body: JSON.stringify({ tools: [], roots: [] }),
+      });
+      t.equal(hello.status, 401, `the revoked token on ${replica.port}`);
+      t.equal((await json(hello)).code, "DEVICE_REVOKED");
+    }
   });
 });

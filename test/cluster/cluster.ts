@@ -48,8 +48,9 @@ export interface ReplicaEnv {
 }
 
 /**
- * One replica: `src/server.ts` in its own process, as production runs it. Killed by PID at the end
- * of the test, whatever happened.
+ * One replica: `src/server.ts` in its own process, as production runs it. Killed by PID when `t` ends,
+ * whatever happened: pass the test the replica must outlive (a replica started inside a subtest for
+ * the rest of the file belongs to the file's test, or it dies with the subtest).
  */
 export async function startReplica(t: Test, env: ReplicaEnv, port: number): Promise<Replica> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
@@ -67,14 +68,17 @@ export async function startReplica(t: Test, env: ReplicaEnv, port: number): Prom
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  let tornDown = false;
   t.teardown(() => {
+    tornDown = true;
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
   const log: string[] = [];
   for (const stream of [child.stdout!, child.stderr!]) stream.setEncoding("utf8").on("data", (chunk: string) => log.push(...chunk.split("\n").filter(Boolean)));
-  // A replica that dies on its own (not killed by the test) shows why.
+  // Every exit before the teardown is told, with its signal (the test's own SIGKILL too), so a replica
+  // that vanishes is never silent.
   child.once("exit", (code, signal) => {
-    if (signal !== "SIGKILL") t.comment(`replica on ${port} exited (${code ?? signal}):\n${log.slice(-15).join("\n")}`);
+    if (!tornDown) t.comment(`replica on ${port} exited (${code ?? signal})${signal ? "" : `:\n${log.slice(-15).join("\n")}`}`);
   });
   const url = `http://127.0.0.1:${port}`;
   await eventually(

@@ -13,7 +13,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
 import { HostConfigError } from "../../src/device/config.js";
-import { deviceFetch, networkDispatcher } from "../../src/device/http.js";
+import { deviceRequest, networkDispatcher } from "../../src/device/http.js";
 
 const run = promisify(execFile);
 
@@ -50,18 +50,18 @@ t.teardown(() => new Promise((resolve) => { proxy.closeAllConnections(); proxy.c
 const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
 
 t.test("a private CA is refused by default, trusted through TETHER_CA_FILE or NODE_EXTRA_CA_CERTS", async (t) => {
-  await t.rejects(deviceFetch(networkDispatcher({}))(url), "an unknown CA is not trusted");
-  t.equal(await (await deviceFetch(networkDispatcher({ TETHER_CA_FILE: file("ca.pem") }))(url)).text(), "tls ok");
-  t.equal(await (await deviceFetch(networkDispatcher({ NODE_EXTRA_CA_CERTS: file("ca.pem") }))(url)).text(), "tls ok");
+  await t.rejects(deviceRequest(networkDispatcher({}))(url, { headers: {} }), "an unknown CA is not trusted");
+  t.equal(await (await deviceRequest(networkDispatcher({ TETHER_CA_FILE: file("ca.pem") }))(url, { headers: {} })).text(), "tls ok");
+  t.equal(await (await deviceRequest(networkDispatcher({ NODE_EXTRA_CA_CERTS: file("ca.pem") }))(url, { headers: {} })).text(), "tls ok");
   t.throws(() => networkDispatcher({ TETHER_CA_FILE: file("missing.pem") }), HostConfigError, "a missing CA file is a configuration error");
 });
 
 t.test("HTTPS_PROXY tunnels https requests through the proxy; NO_PROXY goes around it", async (t) => {
   tunnelled.length = 0;
-  const viaProxy = deviceFetch(networkDispatcher({ TETHER_CA_FILE: file("ca.pem"), HTTPS_PROXY: proxyUrl }));
-  t.equal(await (await viaProxy(url)).text(), "tls ok");
+  const viaProxy = deviceRequest(networkDispatcher({ TETHER_CA_FILE: file("ca.pem"), HTTPS_PROXY: proxyUrl }));
+  t.equal(await (await viaProxy(url, { headers: {} })).text(), "tls ok");
   t.same(tunnelled, [new URL(url).host], "one CONNECT to the server");
-  const bypass = deviceFetch(networkDispatcher({ TETHER_CA_FILE: file("ca.pem"), HTTPS_PROXY: proxyUrl, NO_PROXY: "localhost" }));
-  t.equal(await (await bypass(url)).text(), "tls ok");
+  const bypass = deviceRequest(networkDispatcher({ TETHER_CA_FILE: file("ca.pem"), HTTPS_PROXY: proxyUrl, NO_PROXY: "localhost" }));
+  t.equal(await (await bypass(url, { headers: {} })).text(), "tls ok");
   t.equal(tunnelled.length, 1, "NO_PROXY: no new tunnel");
 });

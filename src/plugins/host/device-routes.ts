@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { bearerToken } from "../../http/bearer.js";
+import { describeError } from "../../http/error-handler.js";
 import { badRequest, HttpError } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
-import { HostError, rethrowAsHttpError } from "./errors.js";
+import { HostError, rethrowAsHttpError, toHttpError } from "./errors.js";
 import {
   duplicateToolName,
   EnrollBodySchema,
@@ -129,6 +130,14 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
     });
 
     await authenticated.register(async (results) => {
+      // A refused result (too large, too deep, NUL bytes, not the schema) still ends its call: the caller
+      // hears why at once instead of waiting out the call's timeout.
+      results.setErrorHandler(async (error, request) => {
+        const refusal = toHttpError(error) as Error;
+        const { callId } = (request.params ?? {}) as { callId?: unknown };
+        if (request.tetherDevice && typeof callId === "string") await service.refuseResult(request.tetherDevice, callId, describeError(refusal));
+        throw refusal;
+      });
       // Parsed here only after the depth scan: a body of nested empty arrays costs one pass, not a recursion.
       const parse = results.getDefaultJsonParser("error", "error");
       results.removeContentTypeParser("application/json");
