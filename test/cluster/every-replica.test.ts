@@ -102,7 +102,7 @@ if (!TEST_DATABASE_URL) {
     const { owner, device, call, hello } = await ownerWithDevice(t, "deactivated-owner", replicas[2]!);
     for (const replica of replicas) t.equal((await sessionOn(owner.client, replica).get("/api/me")).status, 200, `warm: the session on ${replica.url}`);
     const changedOn = replicas[0]!;
-    const admin = await newUser(changedOn.url, "admin", { admin: true, db: first.database.db });
+    const admin = await newUser(changedOn.url, "admin", { adminOf: first.app });
     t.equal((await admin.client.post(`/api/admin/users/${owner.id}/deactivate`, {})).status, 200);
     for (const replica of replicas) {
       const called = await afterChange(replica, changedOn, () => call(replica), (a) => a.status === 401);
