@@ -99,8 +99,7 @@ async function callLocally(args: readonly string[], tools: readonly LocalTool[],
   else if (tool?.class === "mutate") mode = "plan";
   try {
     const scope = await createScope(hostEnvironment().roots);
-    // No model reads this output: file text is printed as is, not fenced.
-    const result = await invokeTool(tools, name, input, { scope, ...(mode ? { mode } : {}), fence: false });
+    const result = await invokeTool(tools, name, input, { scope, ...(mode ? { mode } : {}) });
     io.stdout(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (error) {

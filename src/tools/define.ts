@@ -31,8 +31,6 @@ export interface ToolContext {
   scope: Scope;
   signal?: AbortSignal;
   opener?: Partial<OpenerCommands>;
-  /** Fence file-derived text for a model (default true); scripts that want raw text pass false. */
-  fence?: boolean;
   /** Set by the wrapper to the phase being run. */
   mode?: ToolMode;
 }

@@ -9,8 +9,6 @@ export interface InvokeOptions {
   mode?: ToolMode;
   signal?: AbortSignal;
   opener?: Partial<OpenerCommands>;
-  /** Fence file-derived text as untrusted (default true). */
-  fence?: boolean;
   /**
    * For `apply`: the plan the user approved (its diff and summary). The plan is computed again first and
    * must come out the same, or the call fails with FILE_CHANGED and touches nothing: what is applied is
@@ -44,7 +42,6 @@ export async function invokeTool(tools: readonly LocalTool[], name: string, inpu
   const ctx: ToolContext = { scope: opts.scope, mode };
   if (opts.signal) ctx.signal = opts.signal;
   if (opts.opener) ctx.opener = opts.opener;
-  if (opts.fence !== undefined) ctx.fence = opts.fence;
   if (tool.class === "mutate") {
     if (mode === "plan") return tool.plan(input, ctx);
     if (mode === "apply") {

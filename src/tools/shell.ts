@@ -25,7 +25,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { defineLocalTool, type LocalTool } from "./define.js";
 import { ToolError } from "./errors.js";
-import { fenceUntrusted } from "./fence.js";
 import { findExecutable, runProcess } from "./process.js";
 import { MAX_PATH_LENGTH } from "./paths.js";
 
@@ -208,14 +207,13 @@ export function defineShellTool(def: ShellToolDefinition): LocalTool {
         if (errno === "ENOENT" || errno === "EACCES") throw new ToolError("COMMAND_NOT_FOUND", `Could not start ${JSON.stringify(binary)}: ${errno}`, { command: binary });
         throw error;
       }
-      const fence = (text: string, label: string) => (ctx.fence === false ? text : fenceUntrusted(text, label));
       return {
         command: [executable, ...argv],
         exitCode: output.exitCode,
         signal: output.signal,
         ok: output.exitCode === 0,
-        stdout: fence(output.stdout.toString("utf8"), `${name} stdout`),
-        stderr: fence(output.stderr.toString("utf8"), `${name} stderr`),
+        stdout: output.stdout.toString("utf8"),
+        stderr: output.stderr.toString("utf8"),
         truncated: output.stdoutOmittedBytes > 0 || output.stderrOmittedBytes > 0,
         limitBytes: maxOutputBytes,
         omittedStdoutBytes: output.stdoutOmittedBytes,

@@ -58,7 +58,7 @@ t.test("the device executable end to end", async (t) => {
   await t.test("read, list, grep and stat", async (t) => {
     const read = await call("read_file", { path: "README.md" });
     t.equal(read.status, 200);
-    t.match(read.body.result, { content: /TODO: write docs/, truncated: false });
+    t.match(read.body.result, { content: "# Project\nTODO: write docs\n", truncated: false }, "the API gives the file's text raw: no untrusted-data markers");
     const list = await call("list_directory", { path: "." });
     t.same(list.body.result.entries.map((e: { name: string }) => e.name).sort(), ["README.md", "keep.txt", "src"]);
     const grep = await call("grep", { pattern: "TODO", literal: true });

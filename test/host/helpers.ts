@@ -194,3 +194,19 @@ export async function connectedDevice(t: Test, url: string): Promise<{ owner: Te
   t.teardown(() => device.disconnect());
   return { owner, deviceId, device };
 }
+
+/**
+ * `text` is `content` inside exactly one untrusted-data fence, opened and closed with one fresh nonce
+ * that appears nowhere else: a fake closing marker inside the content stays inside.
+ */
+export function assertFencedOnce(t: Test, text: string, source: string, content: string): void {
+  const opening = /^<untrusted-data nonce="([0-9a-f]{32})" source="([^"]*)">\n/.exec(text);
+  t.ok(opening, "the text opens with the fence");
+  t.equal(opening?.[2], source, "the fence names its source");
+  t.equal(text.match(/<untrusted-data nonce=/g)?.length, 1, "exactly one fence: not fenced twice");
+  const nonce = opening?.[1] ?? "missing";
+  const closing = `\n</untrusted-data nonce="${nonce}">`;
+  t.ok(text.endsWith(closing), "the fence closes at the very end, with its nonce");
+  t.equal(text.split(nonce).length - 1, 2, "the nonce appears only in the two real markers");
+  t.ok(text.slice(0, -closing.length).endsWith(content), "the content, unchanged, sits inside the fence");
+}

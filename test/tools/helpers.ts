@@ -36,7 +36,7 @@ export async function sandbox(t: TapLike, opts: { extraRoots?: string[] } = {}):
   fs.writeFileSync(path.join(outside, "secret.txt"), "TOP SECRET\n");
   const scope = await createScope([root, ...(opts.extraRoots ?? [])]);
   const call = (name: string, input: unknown, mode?: ToolMode) =>
-    invokeTool(builtinTools, name, input, { scope, fence: false, ...(mode ? { mode } : {}) }) as Promise<Record<string, unknown>>;
+    invokeTool(builtinTools, name, input, { scope, ...(mode ? { mode } : {}) }) as Promise<Record<string, unknown>>;
   const write = (rel: string, content: string | Buffer) => {
     const file = path.join(root, rel);
     fs.mkdirSync(path.dirname(file), { recursive: true });

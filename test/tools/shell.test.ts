@@ -32,7 +32,7 @@ t.test("a named shell-out runs a fixed program with only the declared arguments"
   });
   t.equal(convert.class, "action");
   s.write("models/a.ifc", "ISO-10303-21;");
-  const run = (input: unknown) => invokeTool([convert], "convert_ifc", input, { scope: s.scope, fence: false }) as Promise<Record<string, unknown>>;
+  const run = (input: unknown) => invokeTool([convert], "convert_ifc", input, { scope: s.scope }) as Promise<Record<string, unknown>>;
   const lines = (r: Record<string, unknown>) => (r.stdout as string).trimEnd().split("\n");
 
   const plain = await run({ from: "ifc", to: "glb", level: 3 });
@@ -59,8 +59,9 @@ t.test("a named shell-out runs a fixed program with only the declared arguments"
   t.equal(await code({ from: "ifc", to: "glb", level: 3, note: "two\nlines" }), "INVALID_INPUT", "the declared pattern is enforced");
   t.equal(await code({ from: "ifc", to: "glb", level: 3, extra: "--evil" }), "INVALID_INPUT", "undeclared arguments are refused");
 
-  const fenced = (await invokeTool([convert], "convert_ifc", { from: "ifc", to: "glb", level: 1 }, { scope: s.scope })) as { stdout: string };
-  t.match(fenced.stdout, /^<untrusted-data nonce="[0-9a-f]{32}" source="convert_ifc stdout">/, "output for a model is fenced");
+  const output = (await invokeTool([convert], "convert_ifc", { from: "ifc", to: "glb", level: 1 }, { scope: s.scope })) as { stdout: string };
+  t.ok(output.stdout.length > 0, "the command printed something");
+  t.notMatch(output.stdout, /untrusted-data/, "output is raw: it is fenced where it meets a model, not here");
 });
 
 t.test("exit status, output limits, time-outs, cancellation, missing programs", async (t) => {
@@ -68,7 +69,7 @@ t.test("exit status, output limits, time-outs, cancellation, missing programs", 
   const bin = tempDir(t, "tether-bin-");
   const tool = (name: string, body: string, extra: object = {}): LocalTool =>
     defineShellTool({ name, description: "d", command: [script(bin, name, body)], ...extra });
-  const run = (tl: LocalTool, signal?: AbortSignal) => invokeTool([tl], tl.name, {}, { scope: s.scope, fence: false, ...(signal ? { signal } : {}) }) as Promise<Record<string, unknown>>;
+  const run = (tl: LocalTool, signal?: AbortSignal) => invokeTool([tl], tl.name, {}, { scope: s.scope, ...(signal ? { signal } : {}) }) as Promise<Record<string, unknown>>;
   const code = async (p: Promise<unknown>) => {
     try {
       await p;

@@ -3,8 +3,8 @@ import type { HostService } from "./service.js";
 
 /**
  * A tool as a chat assistant's model sees it (the MCP triple) plus the function that runs it. The
- * result is one string: the device's JSON result fenced as untrusted data, because a file may carry
- * instructions aimed at the model.
+ * result is one string: the device's raw JSON result, fenced once here (`fenceUntrusted`), where it
+ * is handed to a model, because a file may carry instructions aimed at the model.
  */
 export interface AssistantTool {
   name: string;
@@ -54,7 +54,7 @@ export async function assistantTools(service: HostService, userId: string): Prom
           { deviceId: typeof device === "string" ? device : "", tool: name, input: toolInput, requireClass: "read" },
         );
         const deviceName = entry.devices.find((d) => d.id === device)?.name ?? String(device);
-        return fenceUntrusted(JSON.stringify(outcome.kind === "result" ? outcome.result : null, null, 2), `${deviceName}:${name}`);
+        return fenceUntrusted(outcome.kind === "result" ? outcome.result : null, `${deviceName}:${name}`);
       },
     };
   });

@@ -53,7 +53,7 @@ export interface HostService {
   pendingProposals(userId: string): Promise<Proposal[]>;
   /** One of the owner's proposals, in any state, or PROPOSAL_NOT_FOUND. */
   proposal(userId: string, proposalId: string): Promise<Proposal>;
-  /** The owner's read tools for a chat assistant, results fenced as untrusted (see assistant.ts). */
+  /** The owner's read tools for a chat assistant, results fenced once as untrusted (see assistant.ts). */
   assistantTools(userId: string): Promise<AssistantTool[]>;
   /**
    * Re-checks a user whose account changed: a deactivated or deleted owner's live device streams

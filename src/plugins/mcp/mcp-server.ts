@@ -103,8 +103,8 @@ async function callDeviceTool(
 
   const outcome = await host.call(caller, { deviceId: device.id, tool: name, input, signal });
   if (outcome.kind === "proposal") return proposedResult(outcome.proposal, device, context.devicesURL);
-  // Fenced here, where device data leaves Tether for a model: file content may carry instructions.
-  const content: CallToolResult["content"] = [{ type: "text", text: fenceUntrusted(JSON.stringify(outcome.result, null, 2), `${device.name}:${name}`) }];
+  // The device sends its result raw; it is fenced once, here, where it leaves Tether for a model.
+  const content: CallToolResult["content"] = [{ type: "text", text: fenceUntrusted(outcome.result, `${device.name}:${name}`) }];
   if (isTruncated(outcome.result)) {
     content.push({ type: "text", text: "Note: the device truncated this result (it hit a size or count limit); narrow the request to see the rest." });
   }
@@ -156,7 +156,7 @@ function proposalStatusResult(proposal: Proposal, devicesURL: string): CallToolR
   };
   const content: CallToolResult["content"] = [{ type: "text", text: JSON.stringify(status, null, 2) }];
   if (proposal.status === "applied" && proposal.result !== null) {
-    content.push({ type: "text", text: fenceUntrusted(JSON.stringify(proposal.result, null, 2), `${proposal.tool} result`) });
+    content.push({ type: "text", text: fenceUntrusted(proposal.result, `${proposal.tool} result`) });
   }
   return { content, structuredContent: status };
 }

@@ -4,7 +4,6 @@ import fs, { type Stats } from "node:fs";
 import path from "node:path";
 import { definePlannedTool, type LocalTool, type PlanResult, type ToolContext } from "../define.js";
 import { ToolError } from "../errors.js";
-import { fenceUntrusted } from "../fence.js";
 import { compileGlobMatcher, type GlobMatcher } from "../glob-match.js";
 import { DirHandle, openDirInScope } from "../fs-safe.js";
 import { readHeadSync } from "../safe-read.js";
@@ -62,10 +61,6 @@ export function transferTool(
   description: string,
 ): LocalTool {
   return definePlannedTool({ name: def.name, description, input: transferInput(def.from, def.to), run: def.run });
-}
-
-export function fenceFor(ctx: ToolContext, content: string, label: string): string {
-  return ctx.fence === false ? content : fenceUntrusted(content, label);
 }
 
 export function isoTime(ms: number): string {

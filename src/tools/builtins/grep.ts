@@ -8,7 +8,7 @@ import { openFileIn, readHeadSync } from "../safe-read.js";
 import { LineMatcher } from "../line-matcher.js";
 import { hasNulByte, truncateUtf8 } from "../text.js";
 import { walkTree } from "../walk.js";
-import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, fenceFor, lstatInScope, notFound, optionalPathField, toArray, flagField, patternField } from "./common.js";
+import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, lstatInScope, notFound, optionalPathField, toArray, flagField, patternField } from "./common.js";
 
 const BATCH_FILES = 256;
 const BATCH_BYTES = 4 * 1024 * 1024;
@@ -214,19 +214,6 @@ async function grep(input: GrepInput, ctx: ToolContext) {
     filesMatched: counts.filesMatched,
     skipped: { binary: counts.binary, tooLarge: counts.tooLarge, special: counts.special, symlinks: counts.symlinks, unreadable: counts.unreadable + unreadableDirectories },
   };
-  if (ctx.fence === false) return { ...common, matches };
-  // For a model, every line taken from a file goes inside one fence; the structured part keeps only positions.
-  const lines: string[] = [];
-  for (const m of matches) {
-    if (contextLines > 0 && lines.length) lines.push("--");
-    (m.before ?? []).forEach((text, i) => lines.push(`${m.path}-${m.line - (m.before!.length - i)}-${text}`));
-    lines.push(`${m.path}:${m.line}:${m.text}`);
-    (m.after ?? []).forEach((text, i) => lines.push(`${m.path}-${m.line + i + 1}-${text}`));
-  }
-  return {
-    ...common,
-    matches: matches.map((m) => ({ path: m.path, line: m.line, column: m.column, ...(m.textTruncated ? { textTruncated: true, omittedBytes: m.omittedBytes } : {}) })),
-    content: fenceFor(ctx, lines.join("\n"), "grep results"),
-  };
+  return { ...common, matches };
 }
 

@@ -5,7 +5,7 @@ import { defineLocalTool } from "../define.js";
 import { ToolError, throwIfAborted } from "../errors.js";
 import { openFileInScope, readHeadSync } from "../safe-read.js";
 import { guessFileType, hasNulByte, isBinaryContent } from "../text.js";
-import { LIMITS, fenceFor, isoTime, pathField } from "./common.js";
+import { LIMITS, isoTime, pathField } from "./common.js";
 
 const CHUNK = 64 * 1024;
 /** Below this size the whole file is scanned so totalLines can be reported. */
@@ -146,7 +146,7 @@ export const readFile = defineLocalTool({
         startLine: start,
         endLine: returnedEnd,
         ...(totalLines !== undefined ? { totalLines } : {}),
-        content: fenceFor(ctx, content.toString("utf8"), `file ${real}`),
+        content: content.toString("utf8"),
         truncated,
         limit,
         omittedBytes,
