@@ -50,7 +50,7 @@ export const errorHandlerPlugin = fp(
       if (error instanceof ForbiddenError && !wantsHtml(request)) {
         return reply.code(403).type("text/plain; charset=utf-8").send("Forbidden");
       }
-      const body = describe(error);
+      const body = describeError(error);
       if (body.statusCode === 503) {
         // An outage, not a bug: one line, no stack; the request can simply be tried again.
         request.log.warn({ code: body.code, reason: error.message }, "request failed: service unavailable");
@@ -79,14 +79,15 @@ export const errorHandlerPlugin = fp(
  * No hook runs for them, so the one header a JSON body needs is set here.
  */
 export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const body = describe(error);
+  const body = describeError(error);
   reply.code(body.statusCode).header("x-content-type-options", "nosniff").send({ code: body.code, message: body.message });
 }
 
 /** What a 503 suggests to clients: outages we answer 503 for (database, Redis) are usually short. */
 const RETRY_AFTER_SECONDS = 5;
 
-function describe(error: FastifyError | Error): ErrorBody {
+/** The status, code and message any error answers with (the one mapping, for handlers that must know it before replying). */
+export function describeError(error: FastifyError | Error): ErrorBody {
   if (error instanceof HttpError) return { statusCode: error.statusCode, code: error.code, message: error.message };
   if (error instanceof ForbiddenError) return { statusCode: 403, code: "FORBIDDEN", message: "Forbidden" };
   const fastifyError = error as FastifyError;

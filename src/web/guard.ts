@@ -79,5 +79,7 @@ export const guardedPagesPlugin = fp<GuardedPagesOptions>(
       for (const page of options.pages) await guarded.register(page);
     });
   },
-  { name: "tether-guarded-pages", fastify: "5.x", dependencies: ["tether-pages", "tether-session"] },
+  // What the guard itself uses: the session (`fetchSession`) and the error handler (its redirect). Each
+  // page declares what it needs (e.g. `tether-page-render`), so a page registers here without the public pages.
+  { name: "tether-guarded-pages", fastify: "5.x", dependencies: ["tether-errors", "tether-session"] },
 );

@@ -88,7 +88,7 @@ t.test("a user reads only their own activity; the admin API is for site admins",
   t.equal((await bob.client.get(`/api/admin/activity?userId=${alice.id}`)).status, 403);
   t.equal((await new TestClient(url).get("/api/activity")).status, 401);
 
-  const admin = await newUser(url, "admin", { admin: true, db: app.tetherDb });
+  const admin = await newUser(url, "admin", { adminOf: app });
   const page = await body(await admin.client.get(`/api/admin/activity?userId=${alice.id}&event=sign-up`));
   t.ok(page.entries.length >= 1);
   t.ok(page.entries.every((e: any) => e.user.id === alice.id && e.event === "sign-up"), "filters apply");

@@ -5,10 +5,10 @@
  */
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { PASSWORD } from "../helpers/auth.js";
+import { makeSiteAdmin, PASSWORD } from "../helpers/auth.js";
 import { uniqueEmail } from "../helpers/client.js";
 import { secretOf, totp } from "../helpers/totp.js";
-import { browserClient, HTMX_HEADERS, makeSiteAdmin, textOf } from "../pages/support.js";
+import { browserClient, HTMX_HEADERS, textOf } from "../pages/support.js";
 
 const { app, url } = await startTestApp(t, { env: { PASSKEYS_ENABLED: "true" } });
 

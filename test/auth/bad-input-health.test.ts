@@ -6,9 +6,9 @@ import { bare, bearer, body, mintToken, newUser, PASSWORD, sessionSetCookie } fr
 
 // Bad input to every auth endpoint gets a clear 4xx, never a 500; and /healthz tells the truth.
 
-const { url, database } = await startTestApp(t);
+const { url, database, app } = await startTestApp(t);
 const db = database.db;
-const admin = await newUser(url, "bad-admin", { admin: true, db });
+const admin = await newUser(url, "bad-admin", { adminOf: app });
 const member = await newUser(url, "bad-member");
 
 /** Asserts a clear client error: the status (or any 4xx), a JSON body with a non-empty message. */

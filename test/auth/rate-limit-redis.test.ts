@@ -102,8 +102,8 @@ redisTest(t, "two instances share the counters through Redis", async (t) => {
 });
 
 redisTest(t, "with Redis on, deactivation applies at once, everywhere", async (t) => {
-  const { url } = await startTestApp(t, { database, redis: true });
-  const admin = await newUser(url, "redis-admin", { admin: true, db: database.db });
+  const { url, app } = await startTestApp(t, { database, redis: true });
+  const admin = await newUser(url, "redis-admin", { adminOf: app });
   const user = await newUser(url, "redis-user");
   const token = await mintToken(user.client);
   const cookie = { cookie: cookieOf(user.client) };

@@ -24,7 +24,7 @@ function testRoutes(app: App) {
   });
 }
 
-const { url, database } = await startTestApp(t, { beforeListen: testRoutes });
+const { url, database, app } = await startTestApp(t, { beforeListen: testRoutes });
 const db = database.db;
 
 const sessionRows = async (userId: string) =>
@@ -157,7 +157,7 @@ t.test("state table", async (t) => {
   });
 
   t.test("isSiteAdmin: requireSiteAdmin passes, for cookie and token", async (t) => {
-    const admin = await newUser(url, "admin", { admin: true, db });
+    const admin = await newUser(url, "admin", { adminOf: app });
     const token = await mintToken(admin.client);
     const viaCookie = await admin.client.get("/test/require-admin");
     t.equal(viaCookie.status, 200);
@@ -172,7 +172,7 @@ t.test("state table", async (t) => {
 });
 
 t.test("error table", async (t) => {
-  const admin = await newUser(url, "err-admin", { admin: true, db });
+  const admin = await newUser(url, "err-admin", { adminOf: app });
   const member = await newUser(url, "err-member");
   const readToken = await mintToken(admin.client, { scopes: ["read"] });
   const memberToken = await mintToken(member.client);
@@ -289,7 +289,7 @@ t.test("resolution order", async (t) => {
 });
 
 t.test("scopes fail closed", async (t) => {
-  const owner = await newUser(url, "scopes", { admin: true, db });
+  const owner = await newUser(url, "scopes", { adminOf: app });
   const readToken = await mintToken(owner.client, { scopes: ["read"] });
   const adminToken = await mintToken(owner.client, { scopes: ["admin"] });
   const unscoped = await mintToken(owner.client);

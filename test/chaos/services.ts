@@ -8,8 +8,9 @@ import type { Test } from "tap";
 import { freePort } from "../helpers/app.js";
 
 /**
- * A PostgreSQL and a Redis of the test's own, on free ports, that the test may stop, restart or stall
- * (never the shared ones). Each is a child process ended by its PID in a teardown, even on failure.
+ * A PostgreSQL of the test's own, on a free port, that the test may stop, restart or stall (never the
+ * shared one), and the app as a child process; each is ended by its PID in a teardown, even on failure.
+ * A Redis of a test's own is `startOwnRedis` (test/helpers/redis-server.ts).
  */
 
 const PG_BIN = "/usr/lib/postgresql/15/bin";
@@ -120,49 +121,6 @@ export async function startOwnPostgres(t: Test): Promise<OwnPostgres> {
     if (server.exitCode === null && server.signalCode === null) server.kill("SIGKILL");
     await rm(dir, { recursive: true, force: true });
   });
-  await handle.start();
-  return handle;
-}
-
-export interface OwnRedis {
-  url: string;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-export async function startOwnRedis(t: Test): Promise<OwnRedis> {
-  const port = await freePort();
-  let child: ChildProcess | undefined;
-  const handle: OwnRedis = {
-    url: `redis://127.0.0.1:${port}`,
-    async start() {
-      const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      child = server;
-      await new Promise<void>((resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 30_000);
-        server.stdout!.on("data", (chunk: Buffer) => {
-          out += chunk.toString();
-          if (out.includes("Ready to accept connections")) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        server.once("exit", () => reject(new Error(`redis-server exited:\n${out}`)));
-      });
-      server.stdout!.resume();
-    },
-    async stop() {
-      const server = child;
-      if (!server || server.exitCode !== null || server.signalCode !== null) return;
-      const exited = new Promise((resolve) => server.once("exit", resolve));
-      server.kill("SIGKILL"); // as abrupt as a crash
-      await exited;
-    },
-  };
-  t.teardown(() => handle.stop());
   await handle.start();
   return handle;
 }

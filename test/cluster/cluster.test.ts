@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises"
 import os from "node:os";
 import path from "node:path";
 import { Redis } from "ioredis";
-import t from "tap";
+import t, { type Test } from "tap";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
 import { credentialPath } from "../../src/device/credentials.js";
@@ -124,7 +124,18 @@ if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t)
     }
   });
 
-  await t.test("SIGKILL of the replica holding the stream: the waiting call fails fast, the device comes back; the replica restarts on its port", async (t) => {
+  /** Starts a SIGKILLed replica again on its port, as a process manager would, and calls through it and through nginx. */
+  const restartOnItsPort = async (t: Test, killed: Replica): Promise<Replica> => {
+    // Owned by the cluster's test, not the subtest: a subtest's teardown would kill it as the subtest ends.
+    const restarted = await startReplica(cluster, env, killed.port);
+    replicas[replicas.indexOf(killed)] = restarted;
+    t.not(restarted.replicaId, killed.replicaId, `a new replica id on ${killed.port}`);
+    t.equal((await call(restarted, "stat", { path: "notes.txt" })).status, 200, `a call through the replica restarted on ${killed.port} reaches the device`);
+    for (let i = 1; i <= 4; i++) t.equal((await call({ url: publicUrl }, "stat", { path: "notes.txt" })).status, 200, `call ${i} through nginx (both upstreams in turn)`);
+    return restarted;
+  };
+
+  await t.test("SIGKILL of the replica holding the stream: the waiting call fails fast, the device comes back; restarted on its port, the replica serves calls and takes the stream", async (t) => {
     const { holder, other } = await holderOfStream();
     host.child.kill("SIGSTOP"); // the device will not answer this call
     const inFlight = call(other, "stat", { path: "notes.txt" });
@@ -138,14 +149,14 @@ if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t)
     t.ok(Date.now() - started < 20_000, `failed in ${Date.now() - started} ms, long before the 30 s call timeout`);
     await eventually(async () => (await call(other, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, through the surviving replica");
 
-    // The same port again, as a process manager restarts a crashed replica.
-    // Owned by the cluster's test, not this subtest: a subtest's teardown would kill it as this subtest ends.
-    const restarted = await startReplica(cluster, env, holder.port);
-    replicas[replicas.indexOf(holder)] = restarted;
-    t.not(restarted.replicaId, holder.replicaId, "a new replica id");
-    const direct = await call(restarted, "stat", { path: "notes.txt" });
-    t.equal(direct.status, 200, "a call through the restarted replica reaches the device");
-    for (let i = 1; i <= 4; i++) t.equal((await call({ url: publicUrl }, "stat", { path: "notes.txt" })).status, 200, `call ${i} through nginx (both upstreams in turn)`);
+    const restarted = await restartOnItsPort(t, holder);
+
+    // The restarted replica takes streams too: with the other one SIGKILLed, the device reconnects to it
+    // through nginx, and calls through the other one, restarted in turn, reach it.
+    other.child.kill("SIGKILL");
+    await eventually(async () => (await call(restarted, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, on the restarted replica");
+    t.equal((await holderOfStream()).holder, restarted, "the restarted replica holds the stream");
+    await restartOnItsPort(t, other);
   });
 
   await t.test("a revoke made on the replica without the stream closes the stream; the revoked token fails everywhere", async (t) => {

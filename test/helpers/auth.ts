@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
-import { sql, type Kysely } from "kysely";
+import type { FastifyInstance } from "fastify";
 import type { Test } from "tap";
-import type { Database } from "../../src/db/schema.js";
+import { userAdmin } from "../../src/plugins/auth/user-admin.js";
 import { TestClient, uniqueEmail } from "./client.js";
 import { IN_CI, TEST_DATABASE_URL, TEST_REDIS_URL } from "./database.js";
 
@@ -21,15 +21,20 @@ export interface User {
   email: string;
 }
 
-/** A new user, signed up (and so signed in) through the API. */
-export async function newUser(url: string, label = "user", options: { admin?: boolean; db?: Kysely<Database> } = {}): Promise<User> {
+/** The app (or bare Fastify) whose users a test changes: its better-auth and database. */
+export type UsersOf = Pick<FastifyInstance, "tetherAuth" | "tetherDb">;
+
+/** Makes a user a site admin the way the admin pages and CLI do (so every session cache hears of it). */
+export async function makeSiteAdmin(app: UsersOf, userId: string): Promise<void> {
+  await userAdmin(app.tetherAuth, app.tetherDb).setSiteAdmin(userId, true);
+}
+
+/** A new user, signed up (and so signed in) through the API; a site admin of `adminOf` when given. */
+export async function newUser(url: string, label = "user", options: { adminOf?: UsersOf } = {}): Promise<User> {
   const client = new TestClient(url);
   const email = uniqueEmail(label);
   const id = await client.signUp(email, PASSWORD, label);
-  if (options.admin) {
-    if (!options.db) throw new Error("newUser: admin needs db");
-    await sql`update "user" set "isSiteAdmin" = true where id = ${id}`.execute(options.db);
-  }
+  if (options.adminOf) await makeSiteAdmin(options.adminOf, id);
   return { client, id, email };
 }
 

@@ -8,7 +8,8 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import t, { type Test } from "tap";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { IN_CI } from "../helpers/database.js";
-import { makeSiteAdmin, startPagesApp } from "./support.js";
+import { startPagesApp } from "./support.js";
+import { makeSiteAdmin } from "../helpers/auth.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.resolve(import.meta.dirname, "../artifacts");

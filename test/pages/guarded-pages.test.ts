@@ -6,7 +6,8 @@ import type { FastifyPluginAsync } from "fastify";
 import t from "tap";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { signedInUser } from "../../src/web/index.js";
-import { browserClient, HTMX_HEADERS, makeSiteAdmin, startPagesApp, textOf } from "./support.js";
+import { browserClient, HTMX_HEADERS, startPagesApp, textOf } from "./support.js";
+import { makeSiteAdmin } from "../helpers/auth.js";
 
 const PASSWORD = "correct horse battery";
 

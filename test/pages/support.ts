@@ -1,7 +1,6 @@
 import type { Test } from "tap";
 import { buildApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config/env.js";
-import { userAdmin } from "../../src/plugins/auth/user-admin.js";
 import type { GuardedPagePlugin } from "../../src/web/index.js";
 import { freePort, TEST_SECRET } from "../helpers/app.js";
 import { TestClient } from "../helpers/client.js";
@@ -37,10 +36,6 @@ export function browserClient(url: string, defaults: { origin?: string | null; h
 
 /** Headers htmx 4 sends with a request that swaps part of the page. */
 export const HTMX_HEADERS = { "hx-request": "true", "hx-request-type": "partial" } as const;
-
-export async function makeSiteAdmin(app: App, userId: string): Promise<void> {
-  await userAdmin(app.tetherAuth, app.tetherDb).setSiteAdmin(userId, true);
-}
 
 /** The text of an HTML page with tags removed and whitespace collapsed, for readable assertions. */
 export function textOf(html: string): string {

@@ -9,8 +9,8 @@ import { bearer, mintToken, newUser } from "../helpers/auth.js";
 import { TestClient } from "../helpers/client.js";
 import { pair, ScriptedDevice, writeTool, statTool } from "../host/helpers.js";
 
-const { url, database } = await startTestApp(t);
-const admin = await newUser(url, "nul-admin", { admin: true, db: database.db });
+const { url, database, app } = await startTestApp(t);
+const admin = await newUser(url, "nul-admin", { adminOf: app });
 const owner = admin.client;
 const device = await pair(owner, "nul-device");
 const scripted = new ScriptedDevice(url, device.deviceId, device.token);

@@ -17,7 +17,7 @@ const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 const REQUEST_DEADLINE_MS = 20_000;
 
 const { app, url, database } = await startTestApp(t);
-const owner = await newUser(url, "fuzz-owner", { admin: true, db: database.db });
+const owner = await newUser(url, "fuzz-owner", { adminOf: app });
 const token = await mintToken(owner.client, { name: "fuzz" });
 const device = await pair(owner.client, "fuzz-device");
 await new ScriptedDevice(url, device.deviceId, device.token).hello([statTool, writeTool]);

@@ -7,6 +7,7 @@
 import { readFile } from "node:fs/promises";
 import t from "tap";
 import { MAX_SHOWN_DIFF_LINES, MAX_STORED_DIFF_LINES } from "../../src/plugins/host/diff-limits.js";
+import { RESULT_BODY_LIMITS } from "../../src/plugins/host/result-body.js";
 import { startServerProcess } from "../chaos/services.js";
 import { cookieOf, newUser } from "../helpers/auth.js";
 import { json, pair, ScriptedDevice, statTool, writeTool } from "../host/helpers.js";
@@ -138,14 +139,43 @@ t.test("a diff over the shown limit: the page shows its start, says so, offers t
   t.match(await json(await owner.client.get(`/api/host/proposals/${proposalId}`)), { status: "applied" });
 });
 
-t.test("NUL bytes in a diff are refused at the edge", async (t) => {
-  const answer = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 2_000 });
-  const planned = await device.nextCall();
-  const posted = await device.postResult({ id: planned.id, ok: true, result: { diff: "+a\u0000b\n", summary: "nul" } });
-  t.equal(posted.status, 400);
-  t.match(await json(posted), { code: "INVALID_CHARACTERS" });
-  t.not((await answer).status, 500);
-  t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
+/** Posts `outcome` (the body, as text) for one call on the result route, as the device does (`/api/host/result/<call id>`). */
+function postOutcome(callId: string, body: string): Promise<Response> {
+  return fetch(`${url}/api/host/result/${callId}`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body });
+}
+
+// A result refused at the edge ends its call at once: the caller is told why (502 DEVICE_RESULT_INVALID),
+// not kept waiting until the call's timeout (60 s here, which would answer DEVICE_TIMEOUT).
+/** The first devices' route, with the call id in the body. */
+function postLegacyResult(callId: string, body: string): Promise<Response> {
+  return fetch(`${url}/api/host/result`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: JSON.stringify({ id: callId, ...JSON.parse(body) }) });
+}
+
+for (const [route, post] of [["/api/host/result/<call id>", postOutcome], ["/api/host/result (id in the body)", postLegacyResult]] as const) {
+  t.test(`NUL bytes in a diff posted to ${route} are refused at the edge, and the caller hears of it at once`, async (t) => {
+    const answer = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 60_000 });
+    const planned = await device.nextCall();
+    const posted = await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\u0000b\n", summary: "nul" } }));
+    t.equal(posted.status, 400);
+    t.match(await json(posted), { code: "INVALID_CHARACTERS" });
+    const caller = await answer;
+    t.equal(caller.status, 502);
+    t.match(await json(caller), { code: "DEVICE_RESULT_INVALID", message: /INVALID_CHARACTERS/ });
+    t.equal((await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\n", summary: "late" } }))).status, 409, "a late, valid result for the ended call is refused");
+    t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
+  });
+}
+
+t.test("a result over the route's 8 MB bound is refused unread (413), and the caller hears of it at once", async (t) => {
+  const answer = owner.client.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "f" }, timeoutMs: 60_000 });
+  const called = await device.nextCall();
+  const huge = JSON.stringify({ ok: true, result: { type: "file", padding: "x".repeat(RESULT_BODY_LIMITS.read) } });
+  const posted = await postOutcome(called.id, huge);
+  t.equal(posted.status, 413);
+  t.match(await json(posted), { code: "RESULT_TOO_LARGE" });
+  const caller = await answer;
+  t.equal(caller.status, 502);
+  t.match(await json(caller), { code: "DEVICE_RESULT_INVALID", message: /RESULT_TOO_LARGE/ });
 });
 
 t.test("the device hangs up", async (t) => {

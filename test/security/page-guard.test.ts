@@ -5,9 +5,9 @@
  */
 import type { FastifyPluginAsync } from "fastify";
 import t from "tap";
-import { bearer, mintToken, PASSWORD } from "../helpers/auth.js";
+import { bearer, makeSiteAdmin, mintToken, PASSWORD } from "../helpers/auth.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { browserClient, makeSiteAdmin, startPagesApp } from "../pages/support.js";
+import { browserClient, startPagesApp } from "../pages/support.js";
 
 /** A page an app adds, knowing nothing about the guard. */
 const appPage: FastifyPluginAsync = async (fastify) => {

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { bearerToken } from "../../http/bearer.js";
+import { describeError } from "../../http/error-handler.js";
 import { badRequest, HttpError } from "../../http/errors.js";
 import type { DeviceIdentity } from "./devices.js";
-import { HostError, rethrowAsHttpError } from "./errors.js";
+import { HostError, rethrowAsHttpError, toHttpError } from "./errors.js";
 import {
   duplicateToolName,
   EnrollBodySchema,
@@ -130,12 +131,26 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       });
     });
 
-    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
+    /**
+     * A refused result (too large, too deep, NUL bytes, not the schema) still ends its call, when the call
+     * id is known: the caller hears why at once instead of waiting out the call's timeout.
+     */
+    const endRefusedCall = (callIdOf: (request: FastifyRequest) => unknown) => async (error: Error, request: FastifyRequest) => {
+      const refusal = toHttpError(error) as Error;
+      const callId = callIdOf(request);
+      if (request.tetherDevice && typeof callId === "string") await service.refuseResult(request.tetherDevice, callId, describeError(refusal));
+      throw refusal;
+    };
+
+    // The first devices' route: the id is in the body, so known only once the body has been parsed.
+    const legacyErrorHandler = endRefusedCall((request) => (request.body as { id?: unknown } | undefined)?.id);
+    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema }, bodyLimit: MAX_RESULT_BODY, errorHandler: legacyErrorHandler }, async (request, reply) => {
       await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
     });
 
     await authenticated.register(async (results) => {
+      results.setErrorHandler(endRefusedCall((request) => (request.params as { callId?: unknown } | undefined)?.callId));
       // Parsed here only after the depth scan: a body of nested empty arrays costs one pass, not a recursion.
       const parse = results.getDefaultJsonParser("error", "error");
       results.removeContentTypeParser("application/json");

@@ -61,13 +61,20 @@ export async function rethrowAsHttpError(error: unknown): Promise<never> {
 }
 
 /**
+ * What a caller gets when the device's result for its call was refused at the result route (too large,
+ * malformed, NUL bytes): the call ends at once with this code instead of waiting out its timeout.
+ */
+export const DEVICE_RESULT_INVALID = "DEVICE_RESULT_INVALID";
+
+/**
  * The one mapping from host and dispatch errors to HTTP, for the API and the pages alike: a tool's own
- * error is 422 with its code. Anything else is returned as it is.
+ * error is 422 with its code; a result the server refused is the device's fault, 502. Anything else is
+ * returned as it is.
  */
 export function toHttpError(error: unknown): unknown {
   if (error instanceof HostError) return new HttpError(HOST_STATUS[error.code], error.code, error.message);
   if (error instanceof DeviceCallError) {
-    const status = error.fromTool ? 422 : (DISPATCH_STATUS[error.code as DispatchErrorCode] ?? 502);
+    const status = error.code === DEVICE_RESULT_INVALID ? 502 : error.fromTool ? 422 : (DISPATCH_STATUS[error.code as DispatchErrorCode] ?? 502);
     return new HttpError(status, error.code, error.message);
   }
   return error;

@@ -10,7 +10,7 @@ import * as devices from "./devices.js";
 import { MAX_STORED_DIFF_BYTES, MAX_STORED_DIFF_LINES, tooLargeToStore } from "./diff-limits.js";
 import type { DeviceIdentity, DeviceSummary, TokenVerdict } from "./devices.js";
 import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher, type SettleVerdict } from "./dispatcher.js";
-import { HostError } from "./errors.js";
+import { DEVICE_RESULT_INVALID, HostError } from "./errors.js";
 import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing.js";
 import * as proposals from "./proposals.js";
 import type { Proposal } from "./proposals.js";
@@ -36,6 +36,12 @@ export interface HostService {
   /** The class of the tool a call awaiting its result went to; UNKNOWN_CALL, WRONG_DEVICE or RESULT_ALREADY_RECEIVED otherwise. */
   expectResult(device: DeviceIdentity, callId: string): Promise<AnnouncedTool["class"]>;
   settle(device: DeviceIdentity, result: ResultBody): Promise<void>;
+  /**
+   * The device's result for `callId` was refused at the result route (`refusal`: what the device was
+   * told): the call ends now with DEVICE_RESULT_INVALID rather than at its timeout. Only a call awaited
+   * from this very device ends; for any other id nothing changes.
+   */
+  refuseResult(device: DeviceIdentity, callId: string, refusal: { code: string; message: string }): Promise<void>;
   listDevices(userId: string): Promise<DeviceView[]>;
   /** The owner's device with its live tools (when online), or DEVICE_NOT_FOUND. */
   device(userId: string, deviceId: string): Promise<DeviceView>;
@@ -201,6 +207,11 @@ export function createHostService(options: HostServiceOptions): HostService {
       const verdict = await dispatcher.settle(device.id, result);
       if (verdict !== "accepted") throw settleRefusal(verdict);
       background(devices.touchDevice(db, device.id));
+    },
+
+    async refuseResult(device, callId, refusal) {
+      const error = { code: DEVICE_RESULT_INVALID, message: `The device's result was refused by the server (${refusal.code}: ${refusal.message})` };
+      await dispatcher.settle(device.id, { id: callId, ok: false, error }).catch((failure: unknown) => options.onBackgroundError?.(failure));
     },
 
     async listDevices(userId) {

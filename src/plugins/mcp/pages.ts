@@ -44,7 +44,7 @@ export const mcpPublicPages: FastifyPluginAsync = fp(
       return reply.render("mcp/sign-in", { title: "Sign in to continue", continueURL: `${basePath}/oauth2/authorize?${params}`, signedIn: (await request.fetchSession()) !== null });
     });
   },
-  { name: "tether-mcp-public-pages", fastify: "5.x", dependencies: ["tether-session", "tether-page-render"] },
+  { name: "tether-mcp-public-pages", fastify: "5.x", dependencies: ["tether-auth", "tether-session", "tether-page-render"] },
 );
 
 /** The consent page and the MCP settings page (inside the guarded context: the owner is signed in). */
@@ -130,5 +130,5 @@ export const mcpPages = fp(routes, {
   name: "tether-mcp-pages",
   fastify: "5.x",
   encapsulate: true,
-  dependencies: ["tether-session", "tether-page-render", "@fastify/formbody"],
+  dependencies: ["tether-auth", "tether-db", "tether-session", "tether-page-render", "@fastify/formbody"],
 });

@@ -62,5 +62,5 @@ export const activityPages = fp(
     await fastify.register(ownActivity);
     await fastify.register(adminActivity);
   },
-  { name: "tether-activity-pages", fastify: "5.x", encapsulate: true, dependencies: ["tether-activity", "tether-session", "tether-page-render"] },
+  { name: "tether-activity-pages", fastify: "5.x", encapsulate: true, dependencies: ["tether-activity", "tether-auth", "tether-db", "tether-session", "tether-page-render"] },
 );

@@ -297,5 +297,5 @@ export const devicePages = fp(routes, {
   name: "tether-device-pages",
   fastify: "5.x",
   encapsulate: true,
-  dependencies: ["tether-host", "tether-page-render", "@fastify/formbody"],
+  dependencies: ["tether-host", "tether-auth", "tether-page-render", "@fastify/formbody"],
 });

@@ -1,0 +1,32 @@
+import t from "tap";
+import { mcpOAuthPlugins } from "../../src/plugins/mcp/oauth.js";
+import { mcpPages, mcpPublicPages } from "../../src/plugins/mcp/pages.js";
+import * as store from "../../src/plugins/mcp/store.js";
+import { alone, aloneBehindGuard, refusesWithout, showsPage, signedUp } from "./bare.js";
+
+const withOAuth = { authPlugins: (url: string) => mcpOAuthPlugins({ resourceURL: `${url}/mcp` }) };
+
+t.test("mcpPages declares the form parser its forms post through", (t) => refusesWithout(t, mcpPages, "@fastify/formbody"));
+t.test("mcpPublicPages declares the renderer it draws with", (t) => refusesWithout(t, mcpPublicPages, "tether-page-render"));
+
+t.test("mcpPages alone behind the guard: the MCP settings page turns action tools on", async (t) => {
+  const { db, url } = await aloneBehindGuard(t, mcpPages, withOAuth);
+  const owner = await signedUp(url, "mcp");
+  t.match(await showsPage(t, owner, "/settings/mcp", "MCP"), `${url}/mcp`, "the page names the endpoint to give a client");
+  const saved = await owner.request("POST", "/settings/mcp/actions", { form: { allowActions: "on" } });
+  t.equal(saved.status, 303);
+  t.equal(saved.headers.get("location"), "/settings/mcp?notice=saved");
+  t.equal(await store.allowsActions(db, owner.userId), true);
+  const unknown = await owner.get("/oauth/consent?client_id=nobody");
+  t.equal(unknown.status, 400, "consent for a client nobody registered is refused");
+});
+
+t.test("mcpPublicPages alone: the sign-in stop on the way to authorizing a client", async (t) => {
+  const { url } = await alone(t, mcpPublicPages);
+  const page = await fetch(`${url}/oauth/sign-in?client_id=abc&scope=host%3Acall&sig=secret&prompt=login`, { headers: { accept: "text/html" } });
+  t.equal(page.status, 200);
+  const html = await page.text();
+  t.match(html, "<h1>Sign in to continue</h1>");
+  t.match(html, "/api/auth/oauth2/authorize?client_id=abc&amp;scope=host%3Acall", "it continues to the same request");
+  t.notMatch(html, "sig=secret", "without the provider's signature parameters");
+});

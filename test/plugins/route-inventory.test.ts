@@ -1,0 +1,19 @@
+import t from "tap";
+import { routeInventoryPlugin } from "../../src/http/route-inventory.js";
+import { alone } from "./bare.js";
+
+t.test("routeInventoryPlugin alone: fastify.tetherRoutes lists every route registered after it", async (t) => {
+  const { app, url } = await alone(t, routeInventoryPlugin, {}, (app) => {
+    app.get("/a", async () => ({ ok: true }));
+    app.route({ method: ["GET", "POST"], url: "/b/:id", handler: async () => ({ ok: true }) });
+    void app.register(async (child) => child.delete("/c", async () => ({ ok: true })), { prefix: "/child" });
+  });
+  t.equal((await fetch(`${url}/a`)).status, 200, "the app answers as usual");
+  const listed = app.tetherRoutes.filter((route) => route.method !== "HEAD");
+  t.same(listed, [
+    { method: "GET", url: "/a" },
+    { method: "GET", url: "/b/:id" },
+    { method: "POST", url: "/b/:id" },
+    { method: "DELETE", url: "/child/c" },
+  ]);
+});
