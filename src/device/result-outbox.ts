@@ -58,11 +58,25 @@ export class ResultOutbox {
         end++;
       }
       const batch = pending.slice(start, end);
-      const send = batch.length === 1 ? () => this.client.result(batch[0]!.body) : () => this.client.results(batch.map((item) => item.json));
+      const send = batch.length === 1 ? () => this.client.result(batch[0]!.body) : () => this.postBatch(batch);
       void this.withRetries(send).finally(() => {
         for (const item of batch) item.delivered();
       });
       start = end;
+    }
+  }
+
+  /**
+   * A batch the server refuses as a whole (one result in it has a NUL byte, say) is posted again one
+   * result at a time: the bad one is refused alone, which ends its own call at once, and the others
+   * are taken. A refused credential is not retried.
+   */
+  private async postBatch(batch: readonly Pending[]): Promise<void> {
+    try {
+      await this.client.results(batch.map((item) => item.json));
+    } catch (error) {
+      if (!(error instanceof ServerError && error.permanent) || error.credentialRejected) throw error;
+      await Promise.all(batch.map((item) => this.withRetries(() => this.client.result(item.body))));
     }
   }
 
