@@ -149,12 +149,17 @@ export interface ServerProcess {
 const ROOT = path.resolve(import.meta.dirname, "../..");
 export const CHAOS_SECRET = "chaos-secret-0123456789abcdef0123456789abcdef";
 
-/** The app as `npm start` runs it (`node --import tsx src/server.ts`), a child process ended by PID. */
-export async function startServerProcess(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+/** How `npm start` runs the app: TypeScript through tsx. */
+export const DEV_SERVER = ["--import", "tsx", "src/server.ts"];
+/** How production runs it: the compiled JavaScript of `npm run build`, on plain Node. */
+export const BUILT_SERVER = ["dist/src/server.js"];
+
+/** The app as `npm start` runs it (or as `entry` says), a child process ended by PID. */
+export async function startServerProcess(t: Test, env: Record<string, string>, entry = DEV_SERVER): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://localhost:${port}`;
   const dataDir = await mkdtemp(path.join(tmpdir(), "tether-chaos-app-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, entry, {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",
