@@ -3,7 +3,7 @@ import t from "tap";
 import type { App } from "../../src/app.js";
 import { verifyApiToken } from "../../src/plugins/session/index.js";
 import { startTestApp } from "../helpers/app.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { rawStatusLine, TestClient, uniqueEmail } from "../helpers/client.js";
 import { afterSqlChange, bare, bearer, body, cookieOf, mintToken, newUser, PASSWORD, SESSION_COOKIE, sessionSetCookie, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
 
 // The seed's state table, error table, resolution order and scope rules, over real HTTP on one app.
@@ -265,22 +265,19 @@ t.test("resolution order", async (t) => {
       ["sk_ with one character too few", `Bearer ${bobToken.slice(0, -1)}`],
       ["a well-formed sk_ nobody issued", `Bearer sk_${"A".repeat(43)}`],
       ["two tokens", `Bearer ${bobToken} ${bobToken}`],
-      ["random junk", "\u0001\u0002junk;;,,==%%"],
+      ["random junk", "junk;;,,==%%"],
       ["non-sk token", `Bearer ${"x".repeat(43)}`],
       ["a JWT-looking token", "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"],
       ["the token without its prefix", `Bearer ${bobToken.slice(3)}`],
       ["a large header (8 KB)", `Bearer sk_${"a".repeat(8 * 1024)}`],
     ];
     for (const [what, value] of cases) {
-      const response = await fetch(`${url}/api/me`, { headers: { authorization: value } }).catch((error: Error) => error);
-      if (response instanceof Error) {
-        // fetch itself refuses some header values (control characters): nothing reached the server.
-        t.pass(`${what}: the client refused to send it`);
-        continue;
-      }
+      const response = await fetch(`${url}/api/me`, { headers: { authorization: value } });
       t.equal(response.status, 401, `${what}: anonymous`);
       t.match(await body(response), { code: "UNAUTHENTICATED" }, `${what}: JSON error`);
     }
+    // Control characters, which fetch refuses to send: Node's HTTP parser refuses them before any route.
+    t.equal(await rawStatusLine(url, "GET /api/me HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \u0001\u0002junk"), "HTTP/1.1 400 Bad Request", "control characters: 400");
     const huge = await fetch(`${url}/api/me`, { headers: { authorization: `Bearer sk_${"a".repeat(64 * 1024)}` } });
     t.equal(huge.status, 431, "a header larger than the server accepts: 431, not 500");
     t.same(await whoAmI(url, bearer(bobToken)), { status: 200, id: bob.id, via: "token" }, "the server is fine afterwards");
