@@ -1,8 +1,8 @@
 import t, { type Test } from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { openTestDatabase } from "../helpers/database.js";
-import { bare, bearer, body, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
+import { bare, bearer, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
 
 // Bad input to every auth endpoint gets a clear 4xx, never a 500; and /healthz tells the truth.
 
@@ -128,13 +128,13 @@ t.test("/api/tokens", async (t) => {
     const response = await client.post("/api/tokens", json);
     const copy = response.clone();
     await clearError(t, response, what, 400, "INVALID_INPUT");
-    if (message) t.match((await body(copy)).message, message, `${what}: says which field`);
+    if (message) t.match((await readJson(copy)).message, message, `${what}: says which field`);
   }
   await clearError(t, await raw(client, "POST", "/api/tokens", "{\"name\":"), "malformed JSON", 400, "INVALID_JSON");
   await clearError(t, await raw(client, "POST", "/api/tokens", JSON.stringify({ name: "x".repeat(2 * 1024 * 1024) })), "a body over 1 MB", 413);
   await clearError(t, await raw(client, "POST", "/api/tokens", "name=x", "text/plain"), "text/plain", 400, "INVALID_INPUT");
   await clearError(t, await raw(client, "POST", "/api/tokens", "<x/>", "application/xml"), "XML", 415, "UNSUPPORTED_MEDIA_TYPE");
-  t.strictSame((await body(await client.get("/api/tokens"))).tokens, [], "none of that created a token");
+  t.strictSame((await readJson(await client.get("/api/tokens"))).tokens, [], "none of that created a token");
 
   // Over Fastify's 100-character parameter limit the router answers itself: 414, with a message.
   await clearError(t, await client.delete(`/api/tokens/${"i".repeat(101)}`), "an id too long", 414);
@@ -214,7 +214,7 @@ t.test("/api/me", async (t) => {
 t.test("/healthz", async (t) => {
   const ok = await bare(url, "/healthz");
   t.equal(ok.status, 200);
-  t.strictSame(await body(ok), { status: "ok" });
+  t.strictSame(await readJson(ok), { status: "ok" });
 
   // An app on a database of its own, which then goes away.
   const own = await openTestDatabase();
@@ -223,6 +223,6 @@ t.test("/healthz", async (t) => {
   await own.close();
   const down = await bare(lonelyUrl, "/healthz");
   t.equal(down.status, 503, "503 once the database is closed");
-  t.match(await body(down), { code: "DATABASE_UNAVAILABLE", message: String });
+  t.match(await readJson(down), { code: "DATABASE_UNAVAILABLE", message: String });
   t.equal((await bare(lonelyUrl, "/api/me")).status, 401, "an anonymous request still gets an answer");
 });

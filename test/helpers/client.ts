@@ -64,6 +64,12 @@ export class TestClient {
   }
 }
 
+/** A response's body as JSON (undefined when empty). */
+export async function readJson(response: Response): Promise<any> {
+  const text = await response.text();
+  return text ? JSON.parse(text) : undefined;
+}
+
 let counter = 0;
 /** A unique email per call, so tests never collide. */
 export function uniqueEmail(label = "user"): string {
