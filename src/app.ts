@@ -43,7 +43,7 @@ import {
   tokenPages,
   type GuardedPagePlugin,
 } from "./web/index.js";
-import { devicePage } from "./web/routes/device-page.js";
+import { deviceApprovalPage } from "./web/routes/device-approval-page.js";
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -140,7 +140,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(pagesPlugin);
   await app.register(mcpPublicPages);
   // The app names its signed-in pages; each inherits the route guard.
-  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, devicePage(), mcpPages, ...(options.guardedPages ?? [])];
+  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, deviceApprovalPage(), mcpPages, ...(options.guardedPages ?? [])];
   await app.register(guardedPagesPlugin, { pages });
   return app;
 }

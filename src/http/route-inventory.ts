@@ -2,7 +2,8 @@
  * Every route the app registers, as registered (method and URL pattern), collected by an `onRoute`
  * hook. Registered first, it sees the routes of every later plugin, including pages a consuming app
  * adds: the page-guard and fuzz tests walk it so that a route added tomorrow is covered without
- * anyone remembering to list it, and an operator can print it.
+ * anyone remembering to list it, and an operator can print it. Each entry names the statuses its
+ * response schema covers, so a test can hold every JSON route to having one.
  */
 import fp from "fastify-plugin";
 
@@ -10,6 +11,8 @@ export interface RouteSummary {
   method: string;
   /** The URL pattern, e.g. `/devices/:id/tools/:tool`. */
   url: string;
+  /** The keys of the route's response schema (`"200"`, `"4xx"`, …); empty when it declares none. */
+  responseStatuses: readonly string[];
 }
 
 declare module "fastify" {
@@ -24,7 +27,8 @@ export const routeInventoryPlugin = fp(
     const routes: RouteSummary[] = [];
     fastify.decorate("tetherRoutes", routes);
     fastify.addHook("onRoute", (route) => {
-      for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+      const responseStatuses = Object.keys((route.schema?.response as Record<string, unknown> | undefined) ?? {});
+      for (const method of [route.method].flat()) routes.push({ method, url: route.url, responseStatuses });
     });
   },
   { name: "tether-route-inventory", fastify: "5.x" },

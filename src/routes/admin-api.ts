@@ -1,12 +1,26 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { badRequest, notFound } from "../http/errors.js";
+import { DateTime, Done, jsonResponses, NoContent, Nullable } from "../http/response-schemas.js";
 import { strictValidatorCompiler } from "../http/strict-validator.js";
 import { userAdmin } from "../plugins/auth/user-admin.js";
 
 const UserParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 const SiteAdminBody = Type.Object({ value: Type.Boolean() }, { additionalProperties: false });
 export const ADMIN_SCOPE = "admin";
+const UserListJson = Type.Object({
+  users: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      email: Type.String(),
+      isSiteAdmin: Type.Boolean(),
+      deactivatedAt: Nullable(DateTime),
+      createdAt: DateTime,
+    }),
+  ),
+});
+const done = jsonResponses({ 200: Done });
 
 /**
  * Site-admin JSON API. Everything here sits in one encapsulated context whose hook demands a site
@@ -27,9 +41,9 @@ export const adminApiRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return id;
   };
 
-  fastify.get("/users", async () => ({ users: await users.list() }));
+  fastify.get("/users", { schema: { response: jsonResponses({ 200: UserListJson }) } }, async () => ({ users: await users.list() }));
 
-  fastify.post("/users/:id/deactivate", { schema: { params: UserParams } }, async (request) => {
+  fastify.post("/users/:id/deactivate", { schema: { params: UserParams, response: done } }, async (request) => {
     const session = await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
     const id = await existing(request.params.id);
     if (id === session.user.id) throw badRequest("CANNOT_DEACTIVATE_SELF", "You cannot deactivate your own account");
@@ -37,12 +51,12 @@ export const adminApiRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return { ok: true };
   });
 
-  fastify.post("/users/:id/reactivate", { schema: { params: UserParams } }, async (request) => {
+  fastify.post("/users/:id/reactivate", { schema: { params: UserParams, response: done } }, async (request) => {
     await users.reactivate(await existing(request.params.id));
     return { ok: true };
   });
 
-  fastify.post("/users/:id/site-admin", { schema: { params: UserParams, body: SiteAdminBody } }, async (request) => {
+  fastify.post("/users/:id/site-admin", { schema: { params: UserParams, body: SiteAdminBody, response: done } }, async (request) => {
     const session = await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
     const id = await existing(request.params.id);
     if (id === session.user.id && !request.body.value) {
@@ -52,7 +66,7 @@ export const adminApiRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return { ok: true };
   });
 
-  fastify.delete("/users/:id", { schema: { params: UserParams } }, async (request, reply) => {
+  fastify.delete("/users/:id", { schema: { params: UserParams, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
     const session = await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
     const id = await existing(request.params.id);
     if (id === session.user.id) throw badRequest("CANNOT_DELETE_SELF", "You cannot delete your own account");

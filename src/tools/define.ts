@@ -79,6 +79,14 @@ export interface MutateToolDefinition<S extends TObject> {
 
 export type LocalToolDefinition<S extends TObject> = RunToolDefinition<S> | MutateToolDefinition<S>;
 
+/** A mutate tool written as one `run` that plans, and with `apply` also performs, the change. */
+export interface PlannedToolDefinition<S extends TObject> {
+  name: string;
+  description: string;
+  input: S;
+  run(input: Static<S>, ctx: ToolContext, apply: boolean): MaybePromise<PlanResult>;
+}
+
 /** The wire protocol's one tool-name rule: what a device can define, the server accepts. */
 export { TOOL_NAME };
 
@@ -176,4 +184,10 @@ function assertJsonResult(result: unknown, toolName: string): asserts result is 
   const bad = (where: string, why: string) => new ToolError("INTERNAL", `Tool ${toolName} returned a result that is not JSON: ${where} ${why}`);
   if (result === null || typeof result !== "object" || Array.isArray(result)) throw bad("result", "must be an object");
   check(result, "result", 0);
+}
+
+/** `defineLocalTool` for a mutate tool whose plan is its apply without the change (every built-in one). */
+export function definePlannedTool<S extends TObject>(def: PlannedToolDefinition<S>): LocalTool {
+  const { name, description, input, run } = def;
+  return defineLocalTool({ name, description, input, class: "mutate", plan: (value, ctx) => run(value, ctx, false), apply: (value, ctx) => run(value, ctx, true) });
 }

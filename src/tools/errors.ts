@@ -60,20 +60,22 @@ export function isToolError(error: unknown): error is ToolError {
   return error instanceof ToolError;
 }
 
-const ERRNO_CODES: Record<string, [ToolErrorCode, string]> = {
-  ENOENT: ["NOT_FOUND", "does not exist"],
-  EEXIST: ["ALREADY_EXISTS", "already exists"],
-  ENOTDIR: ["NOT_A_DIRECTORY", "is not a directory (or a component of it is not)"],
-  EISDIR: ["IS_A_DIRECTORY", "is a directory"],
-  ENOTEMPTY: ["DIRECTORY_NOT_EMPTY", "is a directory that is not empty"],
-  EACCES: ["PERMISSION_DENIED", "permission denied"],
-  EPERM: ["PERMISSION_DENIED", "operation not permitted"],
-  EROFS: ["PERMISSION_DENIED", "is on a read-only file system"],
-  ELOOP: ["SYMLINK_LOOP", "has too many levels of symbolic links"],
-  ENXIO: ["SPECIAL_FILE", "is a socket or device"],
-  ENAMETOOLONG: ["INVALID_PATH", "is too long"],
-  EFBIG: ["FILE_TOO_LARGE", "is too large"],
+/** The errnos each code stands for, with what the path "is" or "has" for each. */
+const CODE_OF_ERRNO: Partial<Record<ToolErrorCode, Record<string, string>>> = {
+  NOT_FOUND: { ENOENT: "does not exist" },
+  ALREADY_EXISTS: { EEXIST: "already exists" },
+  NOT_A_DIRECTORY: { ENOTDIR: "is not a directory (or a component of it is not)" },
+  IS_A_DIRECTORY: { EISDIR: "is a directory" },
+  DIRECTORY_NOT_EMPTY: { ENOTEMPTY: "is a directory that is not empty" },
+  PERMISSION_DENIED: { EACCES: "permission denied", EPERM: "operation not permitted", EROFS: "is on a read-only file system" },
+  SYMLINK_LOOP: { ELOOP: "has too many levels of symbolic links" },
+  SPECIAL_FILE: { ENXIO: "is a socket or device" },
+  INVALID_PATH: { ENAMETOOLONG: "is too long" },
+  FILE_TOO_LARGE: { EFBIG: "is too large" },
 };
+const ERRNO_CODES: Record<string, [ToolErrorCode, string]> = Object.fromEntries(
+  Object.entries(CODE_OF_ERRNO).flatMap(([code, errnos]) => Object.entries(errnos).map(([errno, says]) => [errno, [code as ToolErrorCode, says]])),
+);
 
 /**
  * Maps a Node fs error to a ToolError. `shownPath` is what the caller asked for (never a path we only met while

@@ -8,7 +8,7 @@
  */
 import fs, { type Dirent } from "node:fs";
 import { fromFsError, throwIfAborted } from "./errors.js";
-import { DirHandle, openChildDir, typeOfDirent, type EntryType } from "./fs-safe.js";
+import { DirHandle, openChildDir, entryTypeOf, type EntryType } from "./fs-safe.js";
 
 export interface WalkEntry {
   name: string;
@@ -84,7 +84,7 @@ export async function walkTree(base: DirHandle, opts: WalkOptions): Promise<Walk
       const entry: WalkEntry = {
         name: dirent.name,
         rel: frame.prefix + dirent.name,
-        type: typeOfDirent(dirent),
+        type: entryTypeOf(dirent),
         depth: frame.depth,
         dir: frame.dir,
       };

@@ -1,7 +1,8 @@
 import t from "tap";
 import { PASSWORD } from "../helpers/auth.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { chaosUnavailable, eventually, startOwnRedis, startServerProcess } from "./services.js";
+import { startOwnRedis } from "../helpers/redis-server.js";
+import { chaosUnavailable, eventually, startServerProcess } from "./services.js";
 
 /**
  * Redis (rate-limit and lockout counters) dies under a production server, then comes back. Sign-in
@@ -9,7 +10,7 @@ import { chaosUnavailable, eventually, startOwnRedis, startServerProcess } from 
  * cookie; the process lives; sign-in works again once Redis is back.
  */
 t.test("Redis down during sign-in and sign-out", { skip: chaosUnavailable() }, async (t) => {
-  const redis = await startOwnRedis(t);
+  const redis = await startOwnRedis(t, { stopSignal: "SIGKILL" }); // Redis crashes
   const server = await startServerProcess(t, { NODE_ENV: "production", REDIS_URL: redis.url });
   const { url } = server;
 

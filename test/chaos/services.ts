@@ -8,8 +8,9 @@ import type { Test } from "tap";
 import { freePort } from "../helpers/app.js";
 
 /**
- * A PostgreSQL and a Redis of the test's own, on free ports, that the test may stop, restart or stall
- * (never the shared ones). Each is a child process ended by its PID in a teardown, even on failure.
+ * A PostgreSQL of the test's own, on a free port, that the test may stop, restart or stall (never the
+ * shared one), and the app as a child process; each is ended by its PID in a teardown, even on failure.
+ * A Redis of a test's own is `startOwnRedis` (test/helpers/redis-server.ts).
  */
 
 const PG_BIN = "/usr/lib/postgresql/15/bin";
@@ -124,49 +125,6 @@ export async function startOwnPostgres(t: Test): Promise<OwnPostgres> {
   return handle;
 }
 
-export interface OwnRedis {
-  url: string;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-export async function startOwnRedis(t: Test): Promise<OwnRedis> {
-  const port = await freePort();
-  let child: ChildProcess | undefined;
-  const handle: OwnRedis = {
-    url: `redis://127.0.0.1:${port}`,
-    async start() {
-      const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      child = server;
-      await new Promise<void>((resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${out}`)), 30_000);
-        server.stdout!.on("data", (chunk: Buffer) => {
-          out += chunk.toString();
-          if (out.includes("Ready to accept connections")) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        server.once("exit", () => reject(new Error(`redis-server exited:\n${out}`)));
-      });
-      server.stdout!.resume();
-    },
-    async stop() {
-      const server = child;
-      if (!server || server.exitCode !== null || server.signalCode !== null) return;
-      const exited = new Promise((resolve) => server.once("exit", resolve));
-      server.kill("SIGKILL"); // as abrupt as a crash
-      await exited;
-    },
-  };
-  t.teardown(() => handle.stop());
-  await handle.start();
-  return handle;
-}
-
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `check` until it returns true or `ms` pass; returns whether it did. */
@@ -191,12 +149,17 @@ export interface ServerProcess {
 const ROOT = path.resolve(import.meta.dirname, "../..");
 export const CHAOS_SECRET = "chaos-secret-0123456789abcdef0123456789abcdef";
 
-/** The app as `npm start` runs it (`node --import tsx src/server.ts`), a child process ended by PID. */
-export async function startServerProcess(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+/** How `npm start` runs the app: TypeScript through tsx. */
+export const DEV_SERVER = ["--import", "tsx", "src/server.ts"];
+/** How production runs it: the compiled JavaScript of `npm run build`, on plain Node. */
+export const BUILT_SERVER = ["dist/src/server.js"];
+
+/** The app as `npm start` runs it (or as `entry` says), a child process ended by PID. */
+export async function startServerProcess(t: Test, env: Record<string, string>, entry = DEV_SERVER): Promise<ServerProcess> {
   const port = await freePort();
   const url = `http://localhost:${port}`;
   const dataDir = await mkdtemp(path.join(tmpdir(), "tether-chaos-app-"));
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, entry, {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",

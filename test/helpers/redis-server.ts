@@ -6,17 +6,22 @@ import { freePort } from "./app.js";
 export interface OwnRedis {
   url: string;
   port: number;
-  /** Stops the server (SIGTERM, awaited): clients see Redis go away. */
+  /** Stops the server (the `stopSignal`, awaited): clients see Redis go away. */
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
   start(): Promise<void>;
+}
+
+export interface OwnRedisOptions {
+  /** How `stop` ends it: SIGTERM (default) is an orderly shutdown; SIGKILL is as abrupt as a crash. */
+  stopSignal?: "SIGTERM" | "SIGKILL";
 }
 
 /**
  * A Redis server of the test's own (`redis-server` on a free port, no persistence), so a test can stop
  * and restart it without touching the shared one. Ended by its PID in `t.teardown`, even on failure.
  */
-export async function startOwnRedis(t: Test): Promise<OwnRedis> {
+export async function startOwnRedis(t: Test, options: OwnRedisOptions = {}): Promise<OwnRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
 
@@ -45,7 +50,7 @@ export async function startOwnRedis(t: Test): Promise<OwnRedis> {
     child = undefined;
     if (!running || running.exitCode !== null) return;
     const exited = new Promise((resolve) => running.once("exit", resolve));
-    running.kill("SIGTERM");
+    running.kill(options.stopSignal ?? "SIGTERM");
     await exited;
   };
 

@@ -3,14 +3,17 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
+import { BUILT_SERVER, startServerProcess } from "../chaos/services.js";
 import { freePort } from "../helpers/app.js";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
+// Once for the file: the tests below run what it emits into dist/.
+t.before(() => run("npm", ["run", "-s", "build"], { cwd: ROOT }));
+
 // Teams install Tether as a package and import built JavaScript on plain Node (no tsx, no TypeScript).
 t.test("npm run build emits every export, importable on plain Node", async (t) => {
-  await run("npm", ["run", "-s", "build"], { cwd: ROOT });
   const manifest = JSON.parse(await readFile(path.join(ROOT, "package.json"), "utf8")) as { exports: Record<string, unknown> };
   const entries = Object.keys(manifest.exports).map((key) => `tether/${key.slice(2)}`);
   t.ok(entries.includes("tether/device") && entries.includes("tether/protocol"), "the device runtime and the protocol are entries");
@@ -63,4 +66,19 @@ t.test("the README's embedding example runs as written", async (t) => {
   const cookie = signUp.headers.getSetCookie()[0]!.split(";")[0]!;
   const projects = await fetch(`${base}/api/projects`, { headers: { cookie } });
   t.same(await projects.json(), { owner: "embedder@example.com", projects: [] });
+});
+
+// The production start (README "Production"): migrations, Eta templates and static assets found from dist.
+t.test("the built server starts on plain Node: node dist/src/server.js", async (t) => {
+  const server = await startServerProcess(t, { NODE_ENV: "production" }, BUILT_SERVER);
+  const health = await fetch(`${server.url}/healthz`);
+  t.equal(health.status, 200);
+  t.same(await health.json(), { status: "ok" }, "migrated on first start, and the database answers");
+  const login = await fetch(`${server.url}/login`);
+  t.equal(login.status, 200);
+  t.match(await login.text(), /<form[^>]*action="\/login"/, "a page rendered from its template");
+  const css = await fetch(`${server.url}/assets/app.css`);
+  t.equal(css.status, 200);
+  t.match(css.headers.get("content-type"), /^text\/css/, "a static asset served");
+  t.ok(server.alive(), "still running");
 });

@@ -147,18 +147,25 @@ function postOutcome(callId: string, body: string): Promise<Response> {
 
 // A result refused at the edge ends its call at once: the caller is told why (502 DEVICE_RESULT_INVALID),
 // not kept waiting until the call's timeout (60 s here, which would answer DEVICE_TIMEOUT).
-t.test("NUL bytes in a diff are refused at the edge, and the caller hears of it at once", async (t) => {
-  const answer = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 60_000 });
-  const planned = await device.nextCall();
-  const posted = await postOutcome(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\u0000b\n", summary: "nul" } }));
-  t.equal(posted.status, 400);
-  t.match(await readJson(posted), { code: "INVALID_CHARACTERS" });
-  const caller = await answer;
-  t.equal(caller.status, 502);
-  t.match(await readJson(caller), { code: "DEVICE_RESULT_INVALID", message: /INVALID_CHARACTERS/ });
-  t.equal((await postOutcome(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\n", summary: "late" } }))).status, 409, "a late, valid result for the ended call is refused");
-  t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
-});
+/** The first devices' route, with the call id in the body. */
+function postLegacyResult(callId: string, body: string): Promise<Response> {
+  return fetch(`${url}/api/host/result`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: JSON.stringify({ id: callId, ...JSON.parse(body) }) });
+}
+
+for (const [route, post] of [["/api/host/result/<call id>", postOutcome], ["/api/host/result (id in the body)", postLegacyResult]] as const) {
+  t.test(`NUL bytes in a diff posted to ${route} are refused at the edge, and the caller hears of it at once`, async (t) => {
+    const answer = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 60_000 });
+    const planned = await device.nextCall();
+    const posted = await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\u0000b\n", summary: "nul" } }));
+    t.equal(posted.status, 400);
+    t.match(await readJson(posted), { code: "INVALID_CHARACTERS" });
+    const caller = await answer;
+    t.equal(caller.status, 502);
+    t.match(await readJson(caller), { code: "DEVICE_RESULT_INVALID", message: /INVALID_CHARACTERS/ });
+    t.equal((await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\n", summary: "late" } }))).status, 409, "a late, valid result for the ended call is refused");
+    t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
+  });
+}
 
 t.test("a result over the route's 8 MB bound is refused unread (413), and the caller hears of it at once", async (t) => {
   const answer = owner.client.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "f" }, timeoutMs: 60_000 });

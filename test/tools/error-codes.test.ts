@@ -6,7 +6,7 @@ import path from "node:path";
 import t from "tap";
 import { builtinTools, createScope, defineLocalTool, defineShellTool, invokeTool, TOOL_ERROR_CODES, ToolError, type ToolErrorCode } from "../../src/tools/index.js";
 import { fromFsError } from "../../src/tools/errors.js";
-import { openFileInScope } from "../../src/tools/fs-safe.js";
+import { openFileInScope } from "../../src/tools/safe-read.js";
 import { sandbox } from "./helpers.js";
 
 t.test("each error code is raised with a human message", async (t) => {

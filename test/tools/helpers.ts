@@ -15,6 +15,8 @@ export interface Sandbox {
   /** The ToolError a call fails with (fails the test if it succeeds). */
   fail(name: string, input: unknown, mode?: ToolMode): Promise<ToolError>;
   write(rel: string, content: string | Buffer): string;
+  /** Writes each file of `files` (relative path to content), making folders as needed. */
+  writeAll(files: Record<string, string | Buffer>): void;
 }
 
 interface TapLike {
@@ -37,6 +39,12 @@ export async function sandbox(t: TapLike, opts: { extraRoots?: string[] } = {}):
   const scope = await createScope([root, ...(opts.extraRoots ?? [])]);
   const call = (name: string, input: unknown, mode?: ToolMode) =>
     invokeTool(builtinTools, name, input, { scope, fence: false, ...(mode ? { mode } : {}) }) as Promise<Record<string, unknown>>;
+  const write = (rel: string, content: string | Buffer) => {
+    const file = path.join(root, rel);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, content);
+    return file;
+  };
   return {
     base,
     root,
@@ -52,11 +60,9 @@ export async function sandbox(t: TapLike, opts: { extraRoots?: string[] } = {}):
       }
       throw new Error(`${name} was expected to fail with a ToolError`);
     },
-    write(rel, content) {
-      const file = path.join(root, rel);
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, content);
-      return file;
+    write,
+    writeAll(files) {
+      for (const [rel, content] of Object.entries(files)) write(rel, content);
     },
   };
 }

@@ -8,7 +8,8 @@ import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
 import { ToolError } from "../../src/tools/index.js";
-import { openDirInScope, openFileInScope, safeFsMode, setSafeFsModeForTesting } from "../../src/tools/fs-safe.js";
+import { openDirInScope, safeFsMode, setSafeFsModeForTesting } from "../../src/tools/fs-safe.js";
+import { openFileInScope } from "../../src/tools/safe-read.js";
 import { sandbox, snapshot } from "./helpers.js";
 
 const SECRET = "OUTSIDE SECRET\n";

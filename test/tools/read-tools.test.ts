@@ -10,12 +10,7 @@ type Entry = { name: string; path: string; type: string; size?: number };
 
 t.test("list_directory", async (t) => {
   const s = await sandbox(t);
-  s.write("b.txt", "bb");
-  s.write("a.txt", "a");
-  s.write("sub/c.txt", "c");
-  s.write("sub/deeper/d.txt", "d");
-  s.write("node_modules/pkg/index.js", "x");
-  s.write(".git/HEAD", "ref");
+  s.writeAll({ "b.txt": "bb", "a.txt": "a", "sub/c.txt": "c", "sub/deeper/d.txt": "d", "node_modules/pkg/index.js": "x", ".git/HEAD": "ref" });
   fs.symlinkSync("sub", path.join(s.root, "link"));
 
   const flat = await s.call("list_directory", {});
@@ -70,10 +65,7 @@ t.test("list_directory: 1000 entries at most, the rest counted", async (t) => {
 
 t.test("read_file: text, ranges, line endings", async (t) => {
   const s = await sandbox(t);
-  s.write("lines.txt", "one\ntwo\nthree\nfour\n");
-  s.write("crlf.txt", "a\r\nb\r\n");
-  s.write("nonl.txt", "x\ny");
-  s.write("empty.txt", "");
+  s.writeAll({ "lines.txt": "one\ntwo\nthree\nfour\n", "crlf.txt": "a\r\nb\r\n", "nonl.txt": "x\ny", "empty.txt": "" });
   t.match(await s.call("read_file", { path: "lines.txt" }), { content: "one\ntwo\nthree\nfour\n", startLine: 1, endLine: 4, totalLines: 4, truncated: false, omittedBytes: 0, size: 19 });
   t.match(await s.call("read_file", { path: "lines.txt", startLine: 2, endLine: 3 }), { content: "two\nthree\n", startLine: 2, endLine: 3, totalLines: 4 });
   t.match(await s.call("read_file", { path: "lines.txt", startLine: 3 }), { content: "three\nfour\n", endLine: 4 });

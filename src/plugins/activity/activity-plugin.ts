@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type, type Static } from "@sinclair/typebox";
 import fp from "fastify-plugin";
 import { unauthorized } from "../../http/errors.js";
+import { DateTime, jsonResponses, Nullable } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 import { ACTIVITY_EVENT_NAMES, type ActivityEntry } from "./events.js";
 import { listActivity, type ActivityPage, type ActivityQuery } from "./repository.js";
@@ -48,11 +49,9 @@ const AdminQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 export const ActivityEntrySchema = Type.Object({
   id: Type.String(),
-  // A Date on the way in; fast-json-stringify writes it as an ISO 8601 string.
-  at: Type.Unsafe<Date | string>({ type: "string", format: "date-time" }),
+  at: DateTime,
   event: Type.String(),
   label: Type.String(),
   actor: Type.String(),
@@ -91,7 +90,7 @@ const plugin: FastifyPluginAsyncTypebox<ActivityPluginOptions> = async (fastify,
 const activityApi: FastifyPluginAsyncTypebox = async (api) => {
   const db = api.tetherDb;
     api.setValidatorCompiler(strictValidatorCompiler);
-    const response = { 200: ActivityPageSchema };
+    const response = jsonResponses({ 200: ActivityPageSchema });
 
     api.get("/api/activity", { schema: { querystring: OwnQuery, response } }, async (request) => {
       const session = await request.getSession({ requiredScope: ACTIVITY_SCOPE });

@@ -14,7 +14,7 @@ import { createDevice } from "./devices.js";
  * - `POST /api/auth/device/code`: `tether-host` asks for a code, naming itself (`device_name`,
  *   `device_platform`, `device_version`); the grant stores that and the requesting address with the
  *   code, so the approval page can show the owner what is asking to connect.
- * - `GET /device` (src/web/routes/device-page.ts): the signed-in owner enters or confirms the user
+ * - `GET /device` (src/web/routes/device-approval-page.ts): the signed-in owner enters or confirms the user
  *   code, then approves or denies through better-auth's own `/device/approve` and `/device/deny`.
  * - `POST /api/auth/device/credential`: the device polls here (same body and errors as RFC 8628's
  *   token request: `authorization_pending`, `slow_down`, `expired_token`, `access_denied`). Once

@@ -8,7 +8,9 @@ import { HostError, rethrowAsHttpError, toHttpError } from "./errors.js";
 import {
   duplicateToolName,
   EnrollBodySchema,
+  EnrollReplySchema,
   HelloBodySchema,
+  HelloReplySchema,
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   CallOutcomeSchema,
@@ -21,6 +23,7 @@ import {
 import type { RateLimiter } from "./rate-limit.js";
 import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
 import { openSseStream } from "./sse-channel.js";
+import { jsonResponses, NoContent } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 declare module "fastify" {
@@ -63,7 +66,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
   fastify.post(
     "/api/host/enroll",
     {
-      schema: { body: EnrollBodySchema },
+      schema: { body: EnrollBodySchema, response: jsonResponses({ 201: EnrollReplySchema }) },
       // Counted before the body is even parsed, so malformed attempts count too; refunded on success.
       onRequest: async (request, reply) => {
         checkProtocol(request);
@@ -103,7 +106,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       request.tetherDevice = verdict.device;
     });
 
-    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema } }, async (request) => {
+    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema, response: jsonResponses({ 200: HelloReplySchema }) } }, async (request) => {
       const device = request.tetherDevice!;
       const twice = duplicateToolName(request.body.tools);
       if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
@@ -124,20 +127,26 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       });
     });
 
-    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema }, bodyLimit: MAX_RESULT_BODY }, async (request, reply) => {
+    /**
+     * A refused result (too large, too deep, NUL bytes, not the schema) still ends its call, when the call
+     * id is known: the caller hears why at once instead of waiting out the call's timeout.
+     */
+    const endRefusedCall = (callIdOf: (request: FastifyRequest) => unknown) => async (error: Error, request: FastifyRequest) => {
+      const refusal = toHttpError(error) as Error;
+      const callId = callIdOf(request);
+      if (request.tetherDevice && typeof callId === "string") await service.refuseResult(request.tetherDevice, callId, describeError(refusal));
+      throw refusal;
+    };
+
+    // The first devices' route: the id is in the body, so known only once the body has been parsed.
+    const legacyErrorHandler = endRefusedCall((request) => (request.body as { id?: unknown } | undefined)?.id);
+    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema, response: jsonResponses({ 204: NoContent }) }, bodyLimit: MAX_RESULT_BODY, errorHandler: legacyErrorHandler }, async (request, reply) => {
       await service.settle(request.tetherDevice!, request.body);
       return reply.code(204).send();
     });
 
     await authenticated.register(async (results) => {
-      // A refused result (too large, too deep, NUL bytes, not the schema) still ends its call: the caller
-      // hears why at once instead of waiting out the call's timeout.
-      results.setErrorHandler(async (error, request) => {
-        const refusal = toHttpError(error) as Error;
-        const { callId } = (request.params ?? {}) as { callId?: unknown };
-        if (request.tetherDevice && typeof callId === "string") await service.refuseResult(request.tetherDevice, callId, describeError(refusal));
-        throw refusal;
-      });
+      results.setErrorHandler(endRefusedCall((request) => (request.params as { callId?: unknown } | undefined)?.callId));
       // Parsed here only after the depth scan: a body of nested empty arrays costs one pass, not a recursion.
       const parse = results.getDefaultJsonParser("error", "error");
       results.removeContentTypeParser("application/json");
@@ -148,7 +157,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       results.withTypeProvider<TypeBoxTypeProvider>().post(
         "/api/host/result/:callId",
         {
-          schema: { params: ResultParamsSchema, body: CallOutcomeSchema },
+          schema: { params: ResultParamsSchema, body: CallOutcomeSchema, response: jsonResponses({ 204: NoContent }) },
           bodyLimit: MAX_RESULT_BODY,
           // Before a byte of the body is read: is this call awaited from this device, and how large may its result be?
           preParsing: async (request, _reply, payload) => {

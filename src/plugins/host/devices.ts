@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
 import type { Database, HostDeviceRow } from "../../db/schema.js";
+import { camelColumns } from "../../db/camel-columns.js";
 import type { DeviceCache } from "./device-cache.js";
 import { DEVICE_TOKEN_PREFIX, type AnnouncedTool } from "../../protocol/index.js";
 
@@ -134,14 +135,6 @@ export async function revokeDevice(db: Kysely<Database>, userId: string, deviceI
 }
 
 function toSummary(row: HostDeviceRow): DeviceSummary {
-  return {
-    id: row.id,
-    name: row.name,
-    platform: row.platform,
-    agent: row.agent,
-    tools: (row.tools as AnnouncedTool[] | null) ?? [],
-    roots: row.roots ?? [],
-    createdAt: row.created_at,
-    lastSeenAt: row.last_seen_at,
-  };
+  const summary = camelColumns(row, ["id", "name", "platform", "agent", "tools", "roots", "created_at", "last_seen_at"]);
+  return { ...summary, tools: (row.tools as AnnouncedTool[] | null) ?? [], roots: row.roots ?? [] };
 }

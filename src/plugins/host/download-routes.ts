@@ -2,6 +2,7 @@ import { createReadStream } from "node:fs";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { notFound } from "../../http/errors.js";
+import { jsonResponses } from "../../http/response-schemas.js";
 import type { DownloadCatalog } from "./downloads.js";
 import { DOWNLOADS_PATH } from "./downloads.js";
 
@@ -20,7 +21,7 @@ const FileParams = Type.Object({ file: Type.String({ minLength: 1, maxLength: 10
 const contentType = (file: string) => (file.endsWith(".exe") ? "application/vnd.microsoft.portable-executable" : "application/octet-stream");
 
 export const downloadRoutes: FastifyPluginAsyncTypebox<{ catalog: DownloadCatalog }> = async (fastify, { catalog }) => {
-  fastify.get("/api/host/downloads", { schema: { response: { 200: Listing } } }, async () => ({
+  fastify.get("/api/host/downloads", { schema: { response: jsonResponses({ 200: Listing }) } }, async () => ({
     version: await catalog.version(),
     downloads: await catalog.list(),
   }));

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database, HostProposalRow, HostProposalStatus } from "../../db/schema.js";
+import { camelColumns } from "../../db/camel-columns.js";
 
 /**
  * Mutation proposals. The stored input is the one apply runs: no endpoint can change it. Every state
@@ -150,19 +151,6 @@ export async function listPending(db: Kysely<Database>, userId: string): Promise
 }
 
 function toProposal(row: HostProposalRow): Proposal {
-  return {
-    id: row.id,
-    deviceId: row.device_id,
-    tool: row.tool,
-    input: row.input,
-    diff: row.diff,
-    summary: row.summary,
-    status: row.status,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    decidedAt: row.decided_at,
-    finishedAt: row.finished_at,
-    result: row.result,
-    error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
-  };
+  const columns = ["id", "device_id", "tool", "input", "diff", "summary", "status", "created_at", "expires_at", "decided_at", "finished_at", "result"] as const;
+  return { ...camelColumns(row, columns), error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null };
 }

@@ -2,8 +2,18 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { hostCaller as caller, hostPerson as person } from "./callers.js";
 import { rethrowAsHttpError } from "./errors.js";
-import type { Proposal } from "./proposals.js";
-import type { DeviceView } from "./service.js";
+import {
+  ApprovedJson,
+  CallProposedJson,
+  CallResultJson,
+  DeviceJson,
+  DeviceListJson,
+  PairingCodeJson,
+  ProposalJson,
+  ProposalListJson,
+  RejectedJson,
+} from "./api-schemas.js";
+import { jsonResponses, NoContent } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 export { HOST_CALL_SCOPE } from "./callers.js";
@@ -24,38 +34,6 @@ const CallBody = Type.Object(
 /** Only the id: the input applied is the one stored at propose time. */
 const DecisionBody = Type.Object({ proposalId: Id }, { additionalProperties: false });
 
-export function deviceJson(device: DeviceView) {
-  return {
-    id: device.id,
-    name: device.name,
-    platform: device.platform,
-    online: device.online,
-    lastSeenAt: device.lastSeenAt,
-    createdAt: device.createdAt,
-    agent: device.agent,
-    tools: device.tools,
-    roots: device.roots,
-  };
-}
-
-export function proposalJson(proposal: Proposal) {
-  return {
-    id: proposal.id,
-    deviceId: proposal.deviceId,
-    tool: proposal.tool,
-    input: proposal.input,
-    diff: proposal.diff,
-    summary: proposal.summary,
-    status: proposal.status,
-    createdAt: proposal.createdAt,
-    expiresAt: proposal.expiresAt,
-    decidedAt: proposal.decidedAt,
-    finishedAt: proposal.finishedAt,
-    result: proposal.result,
-    error: proposal.error,
-  };
-}
-
 /** The owner's side of the connector, as JSON under `/api/host`. */
 export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const service = fastify.tetherHost;
@@ -63,29 +41,29 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(rethrowAsHttpError);
 
-  fastify.post("/api/host/pairing-codes", async (request, reply) => {
+  fastify.post("/api/host/pairing-codes", { schema: { response: jsonResponses({ 201: PairingCodeJson }) } }, async (request, reply) => {
     const { userId } = await person(request);
     const minted = await service.mintPairingCode(userId);
     return reply.code(201).send({ code: minted.code, expiresAt: minted.expiresAt });
   });
 
-  fastify.get("/api/host/devices", async (request) => {
+  fastify.get("/api/host/devices", { schema: { response: jsonResponses({ 200: DeviceListJson }) } }, async (request) => {
     const { userId } = await caller(request);
-    return { devices: (await service.listDevices(userId)).map(deviceJson) };
+    return { devices: await service.listDevices(userId) };
   });
 
-  fastify.get("/api/host/devices/:id", { schema: { params: IdParams } }, async (request) => {
+  fastify.get("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 200: DeviceJson }) } }, async (request) => {
     const { userId } = await caller(request);
-    return deviceJson(await service.device(userId, request.params.id));
+    return service.device(userId, request.params.id);
   });
 
-  fastify.delete("/api/host/devices/:id", { schema: { params: IdParams } }, async (request, reply) => {
+  fastify.delete("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
     const { userId } = await person(request);
     await service.revoke(userId, request.params.id);
     return reply.code(204).send();
   });
 
-  fastify.post("/api/host/calls", { schema: { body: CallBody } }, async (request, reply) => {
+  fastify.post("/api/host/calls", { schema: { body: CallBody, response: jsonResponses({ 200: CallResultJson, 202: CallProposedJson }) } }, async (request, reply) => {
     const who = await caller(request);
     const { deviceId, tool, input, timeoutMs } = request.body;
     // A client that hangs up stops the wait, and the device is told to cancel.
@@ -99,23 +77,23 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff, summary: proposal.summary, expiresAt: proposal.expiresAt });
   });
 
-  fastify.get("/api/host/proposals", async (request) => {
+  fastify.get("/api/host/proposals", { schema: { response: jsonResponses({ 200: ProposalListJson }) } }, async (request) => {
     const { userId } = await caller(request);
-    return { proposals: (await service.pendingProposals(userId)).map(proposalJson) };
+    return { proposals: await service.pendingProposals(userId) };
   });
 
-  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams } }, async (request) => {
+  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams, response: jsonResponses({ 200: ProposalJson }) } }, async (request) => {
     const { userId } = await caller(request);
-    return proposalJson(await service.proposal(userId, request.params.id));
+    return service.proposal(userId, request.params.id);
   });
 
-  fastify.post("/api/host/approve", { schema: { body: DecisionBody } }, async (request) => {
+  fastify.post("/api/host/approve", { schema: { body: DecisionBody, response: jsonResponses({ 200: ApprovedJson }) } }, async (request) => {
     const who = await person(request);
     const { proposal, result } = await service.approve(who, request.body.proposalId);
     return { proposalId: proposal.id, status: proposal.status, result };
   });
 
-  fastify.post("/api/host/reject", { schema: { body: DecisionBody } }, async (request) => {
+  fastify.post("/api/host/reject", { schema: { body: DecisionBody, response: jsonResponses({ 200: RejectedJson }) } }, async (request) => {
     const who = await person(request);
     const proposal = await service.reject(who, request.body.proposalId);
     return { proposalId: proposal.id, status: proposal.status };

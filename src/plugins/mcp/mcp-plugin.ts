@@ -1,8 +1,10 @@
 import { Readable } from "node:stream";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { Type } from "@sinclair/typebox";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import { jsonResponses } from "../../http/response-schemas.js";
 import { toWebHeaders } from "../../http/web-headers.js";
 import { onUserChanged } from "../auth/user-admin.js";
 import * as audit from "../host/audit.js";
@@ -18,6 +20,15 @@ export interface McpPluginOptions {
   /** How often an open notification stream re-checks its credential (default 60 s). */
   recheckIntervalMs?: number;
 }
+
+/** RFC 9728's protected-resource metadata, as far as this server fills it in. */
+const ResourceMetadata = Type.Object({
+  resource: Type.String(),
+  authorization_servers: Type.Array(Type.String()),
+  scopes_supported: Type.Array(Type.String()),
+  bearer_methods_supported: Type.Array(Type.String()),
+  resource_name: Type.String(),
+});
 
 const JSON_RPC_PARSE_ERROR = -32700;
 const JSON_RPC_INVALID_REQUEST = -32600;
@@ -108,8 +119,9 @@ export const mcpPlugin = fp<McpPluginOptions>(
       return reply.send(body);
     };
 
-    fastify.get("/.well-known/oauth-protected-resource", async () => metadata);
-    fastify.get(`/.well-known/oauth-protected-resource${resourcePath}`, async () => metadata);
+    const metadataSchema = { response: jsonResponses({ 200: ResourceMetadata }) };
+    fastify.get("/.well-known/oauth-protected-resource", { schema: metadataSchema }, async () => metadata);
+    fastify.get(`/.well-known/oauth-protected-resource${resourcePath}`, { schema: metadataSchema }, async () => metadata);
     if (oauth) {
       // RFC 8414's location for an issuer with a path (`<base>/api/auth`) lies outside better-auth's base
       // path; the provider plugin answers it when handed the request.

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
 import { USER_COLUMNS, type ApiTokenRow, type Database, type UserRow } from "../../db/schema.js";
+import { camelColumns } from "../../db/camel-columns.js";
 import type { AuthCache } from "./auth-cache.js";
 
 export const API_TOKEN_PREFIX = "sk_";
@@ -170,13 +171,5 @@ export function tokenAllows(scopes: readonly string[], requiredScope: string | u
 }
 
 function toSummary(row: ApiTokenRow): ApiTokenSummary {
-  return {
-    id: row.id,
-    name: row.name,
-    prefix: row.prefix,
-    scopes: row.scopes,
-    createdAt: row.created_at,
-    lastUsedAt: row.last_used_at,
-    expiresAt: row.expires_at,
-  };
+  return camelColumns(row, ["id", "name", "prefix", "scopes", "created_at", "last_used_at", "expires_at"]);
 }

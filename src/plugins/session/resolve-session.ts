@@ -131,37 +131,23 @@ export function createSessionResolver(deps: SessionResolverDeps) {
 
 export type SessionResolver = ReturnType<typeof createSessionResolver>;
 
+/** Every session column, prefixed: the user's columns share some of the names. */
+const SESSION_COLUMNS = [
+  "s.id as s_id",
+  "s.expiresAt as s_expiresAt",
+  "s.token as s_token",
+  "s.createdAt as s_createdAt",
+  "s.updatedAt as s_updatedAt",
+  "s.ipAddress as s_ipAddress",
+  "s.userAgent as s_userAgent",
+  "s.userId as s_userId",
+] as const;
+
 /** One indexed query: the session row by its unique token, joined to its user. */
 export async function findSessionWithUser(db: Kysely<Database>, token: string): Promise<CookieSession | null> {
-  const row = await db
-    .selectFrom("session as s")
-    .innerJoin("user as u", "u.id", "s.userId")
-    .select([
-      "s.id as s_id",
-      "s.expiresAt as s_expiresAt",
-      "s.token as s_token",
-      "s.createdAt as s_createdAt",
-      "s.updatedAt as s_updatedAt",
-      "s.ipAddress as s_ipAddress",
-      "s.userAgent as s_userAgent",
-      "s.userId as s_userId",
-      ...USER_COLUMNS,
-    ])
-    .where("s.token", "=", token)
-    .executeTakeFirst();
+  const query = db.selectFrom("session as s").innerJoin("user as u", "u.id", "s.userId");
+  const row = await query.select([...SESSION_COLUMNS, ...USER_COLUMNS]).where("s.token", "=", token).executeTakeFirst();
   if (!row) return null;
-  const { s_id, s_expiresAt, s_token, s_createdAt, s_updatedAt, s_ipAddress, s_userAgent, s_userId, ...user } = row;
-  return {
-    user,
-    session: {
-      id: s_id,
-      expiresAt: s_expiresAt,
-      token: s_token,
-      createdAt: s_createdAt,
-      updatedAt: s_updatedAt,
-      ipAddress: s_ipAddress,
-      userAgent: s_userAgent,
-      userId: s_userId,
-    },
-  };
+  const { s_id: id, s_expiresAt: expiresAt, s_token, s_createdAt: createdAt, s_updatedAt: updatedAt, s_ipAddress: ipAddress, s_userAgent: userAgent, s_userId: userId, ...user } = row;
+  return { user, session: { id, expiresAt, token: s_token, createdAt, updatedAt, ipAddress, userAgent, userId } };
 }

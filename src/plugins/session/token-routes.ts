@@ -4,6 +4,7 @@ import fp from "fastify-plugin";
 import { badRequest, notFound, unauthorized } from "../../http/errors.js";
 import { API_TOKEN_LIMITS } from "./api-tokens.js";
 import { requireCookieSession } from "./session-plugin.js";
+import { DateTime, jsonResponses, NoContent, Nullable } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 /** A scoped token may list and revoke its user's tokens only when it carries this scope. */
@@ -22,6 +23,20 @@ export const CreateTokenBody = Type.Object(
 
 const TokenIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
+/** A token as a list shows it: never the secret (only its first characters, to tell tokens apart). */
+const TokenSummaryJson = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  prefix: Type.String(),
+  scopes: Type.Array(Type.String()),
+  createdAt: DateTime,
+  lastUsedAt: Nullable(DateTime),
+  expiresAt: Nullable(DateTime),
+});
+/** The one response that carries the `sk_…` value: the token just created. */
+const CreatedTokenJson = Type.Object({ ...TokenSummaryJson.properties, token: Type.String() });
+const TokenListJson = Type.Object({ tokens: Type.Array(TokenSummaryJson) });
+
 /**
  * The signed-in user's API tokens as JSON: create (the `sk_…` value is returned once), list, revoke.
  * Only a cookie session can mint a token: a token that could mint tokens could outlive its revocation.
@@ -30,7 +45,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Unknown fields are refused, not dropped: a misspelt `expiresInDays` must not mint a token that never expires.
   fastify.setValidatorCompiler(strictValidatorCompiler);
 
-  fastify.post("/api/tokens", { schema: { body: CreateTokenBody } }, async (request, reply) => {
+  fastify.post("/api/tokens", { schema: { body: CreateTokenBody, response: jsonResponses({ 201: CreatedTokenJson }) } }, async (request, reply) => {
     const session = await request.getSession();
     if (!session) throw unauthorized();
     requireCookieSession(session, MINT_NEEDS_BROWSER);
@@ -40,13 +55,13 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     return reply.code(201).send(created);
   });
 
-  fastify.get("/api/tokens", async (request) => {
+  fastify.get("/api/tokens", { schema: { response: jsonResponses({ 200: TokenListJson }) } }, async (request) => {
     const session = await request.getSession({ requiredScope: TOKENS_SCOPE });
     if (!session) throw unauthorized();
     return { tokens: await fastify.tetherApiTokens.list(session.user.id) };
   });
 
-  fastify.delete("/api/tokens/:id", { schema: { params: TokenIdParams } }, async (request, reply) => {
+  fastify.delete("/api/tokens/:id", { schema: { params: TokenIdParams, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
     const session = await request.getSession({ requiredScope: TOKENS_SCOPE });
     if (!session) throw unauthorized();
     if (!(await fastify.tetherApiTokens.revoke(session.user.id, request.params.id))) throw notFound("No such token");

@@ -1,17 +1,16 @@
 import { Type } from "@sinclair/typebox";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import { definePlannedTool, type ToolContext } from "../define.js";
 import { unifiedDiff } from "../diff.js";
 import { ToolError } from "../errors.js";
-import { writeAllSync, writeFileAtomic } from "../fs-safe.js";
-import { LIMITS, keptMode, pathField, plural } from "./common.js";
-import { byteCount, hardLinkNote, readCurrent, requireText, withTargetDir, writeTarget } from "./write-helpers.js";
+import { LIMITS, pathField, plural, flagField } from "./common.js";
+import { byteCount, hardLinkNote, readCurrent, requireText, withTargetDir, writeKeepingMode, writeTarget } from "./write-helpers.js";
 import { countLines } from "../text.js";
 
 const input = Type.Object(
   {
     path: pathField("File to append to (created if missing)"),
     content: Type.String({ minLength: 1, maxLength: LIMITS.textFileBytes, description: "Text to add at the end, as is (add a leading newline if needed)" }),
-    createParents: Type.Optional(Type.Boolean({ default: true, description: "Create missing parent folders" })),
+    createParents: flagField(true, "Create missing parent folders"),
   },
   { additionalProperties: false },
 );
@@ -48,19 +47,11 @@ async function run(input: AppendInput, ctx: ToolContext, apply: boolean) {
     if (!apply) return plan;
     // A rewrite through a temp file rather than O_APPEND: atomic, and a hard link to a file elsewhere is
     // detached rather than written through. `expect` refuses if someone else appended meanwhile.
-    await writeFileAtomic(dir!, target.name, (fd) => writeAllSync(fd, bytes), {
-      ...(current ? { mode: keptMode(current), owner: { uid: current.uid, gid: current.gid }, expect: current.identity } : { expect: "absent" as const }),
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-    });
+    await writeKeepingMode(dir!, target.name, bytes, current, { unchangedSince: true, signal: ctx.signal });
     return { applied: true, ...plan, createdDirectories: created };
   });
 }
 
-export const appendFile = defineLocalTool({
-  name: "append_file",
-  description: "Append text to the end of a UTF-8 text file (up to 10 MB in total), creating the file if it does not exist. Permissions are kept.",
-  input,
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
-});
+const description = "Append text to the end of a UTF-8 text file (up to 10 MB in total), creating the file if it does not exist. Permissions are kept.";
+
+export const appendFile = definePlannedTool({ name: "append_file", description, input, run });

@@ -1,12 +1,13 @@
 /** Limits, schema fragments and helpers the built-in tools share. */
-import { Type } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
-import type { ToolContext } from "../define.js";
+import { definePlannedTool, type LocalTool, type PlanResult, type ToolContext } from "../define.js";
 import { ToolError } from "../errors.js";
 import { fenceUntrusted } from "../fence.js";
 import { compileGlobMatcher, type GlobMatcher } from "../glob-match.js";
-import { DirHandle, openDirInScope, readHeadSync } from "../fs-safe.js";
+import { DirHandle, openDirInScope } from "../fs-safe.js";
+import { readHeadSync } from "../safe-read.js";
 import { MAX_PATH_LENGTH } from "../paths.js";
 import type { Scope } from "../scope.js";
 import { isBinaryContent } from "../text.js";
@@ -37,6 +38,31 @@ export const DEFAULT_SKIPPED_DIRS: ReadonlySet<string> = new Set([".git", "node_
 
 export const pathField = (description: string) => Type.String({ minLength: 1, maxLength: MAX_PATH_LENGTH, description });
 export const optionalPathField = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: MAX_PATH_LENGTH, default: ".", description }));
+/** An optional boolean input and the value it takes when left out. */
+export const flagField = (byDefault: boolean, description?: string) => Type.Optional(Type.Boolean({ default: byDefault, ...(description ? { description } : {}) }));
+/** A glob or regular expression from the model (glob, grep). */
+export const patternField = (description: string) => Type.String({ minLength: 1, maxLength: 1000, description });
+
+/** copy's and move's input: a source, the full destination path, and the same two switches. */
+const transferInput = (from: string, to: string) =>
+  Type.Object(
+    {
+      from: pathField(from),
+      to: pathField(to),
+      overwrite: flagField(false, "Replace an existing destination file"),
+      createParents: flagField(true, "Create missing parent folders of the destination"),
+    },
+    { additionalProperties: false },
+  );
+export type TransferInput = Static<ReturnType<typeof transferInput>>;
+
+/** copy and move: planned tools on that input. */
+export function transferTool(
+  def: { name: string; from: string; to: string; run: (input: TransferInput, ctx: ToolContext, apply: boolean) => Promise<PlanResult> },
+  description: string,
+): LocalTool {
+  return definePlannedTool({ name: def.name, description, input: transferInput(def.from, def.to), run: def.run });
+}
 
 export function fenceFor(ctx: ToolContext, content: string, label: string): string {
   return ctx.fence === false ? content : fenceUntrusted(content, label);

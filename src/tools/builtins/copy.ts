@@ -1,16 +1,14 @@
-import { Type } from "@sinclair/typebox";
 import fs from "node:fs";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import type { ToolContext } from "../define.js";
 import { binaryDiff, unifiedDiff } from "../diff.js";
 import { ToolError, fromFsError } from "../errors.js";
-import { lstatIn, openChildDir, openDirInScope, openFileInScope, parentAndName, readHeadSync } from "../fs-safe.js";
+import { lstatIn, openChildDir, openDirInScope, parentAndName } from "../fs-safe.js";
+import { openFileInScope, readHeadSync } from "../safe-read.js";
 import { isWithin } from "../paths.js";
 import { isBinaryContent } from "../text.js";
-import { LIMITS, lstatInScope, notFound, pathField, plural } from "./common.js";
+import { LIMITS, lstatInScope, notFound, plural, transferTool, type TransferInput } from "./common.js";
 import { copyFileBetween, copyTreeContents, summarizeTree, type CopyReport } from "./tree-ops.js";
 import { byteCount, readCurrent, withTargetDir, writeTarget } from "./write-helpers.js";
-
-type CopyInput = { from: string; to: string; overwrite?: boolean; createParents?: boolean };
 
 function sourceText(ctx: ToolContext, real: string, size: number): string | undefined {
   if (size > LIMITS.textFileBytes) return undefined;
@@ -23,7 +21,7 @@ function sourceText(ctx: ToolContext, real: string, size: number): string | unde
   }
 }
 
-async function run(input: CopyInput, ctx: ToolContext, apply: boolean) {
+async function run(input: TransferInput, ctx: ToolContext, apply: boolean) {
   // The source is read through links (its content is copied); the destination is written like write_file.
   const src = await ctx.scope.resolve(input.from);
   const srcStat = lstatInScope(ctx.scope, src);
@@ -118,20 +116,4 @@ async function run(input: CopyInput, ctx: ToolContext, apply: boolean) {
   });
 }
 
-export const copyTool = defineLocalTool({
-  name: "copy",
-  description:
-    "Copy a file, or a folder with everything in it, to a new path (`to` is the full destination path, not a folder to copy into). An existing destination file is replaced only with overwrite: true; folders are never merged. Symlinks inside a copied folder are skipped, never followed. Permissions are kept.",
-  input: Type.Object(
-    {
-      from: pathField("File or folder to copy"),
-      to: pathField("Destination path"),
-      overwrite: Type.Optional(Type.Boolean({ default: false, description: "Replace an existing destination file" })),
-      createParents: Type.Optional(Type.Boolean({ default: true, description: "Create missing parent folders of the destination" })),
-    },
-    { additionalProperties: false },
-  ),
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
-});
+export const copyTool = transferTool({ name: "copy", from: "File or folder to copy", to: "Destination path", run }, "Copy a file, or a folder with everything in it, to a new path (`to` is the full destination path, not a folder to copy into). An existing destination file is replaced only with overwrite: true; folders are never merged. Symlinks inside a copied folder are skipped, never followed. Permissions are kept.");

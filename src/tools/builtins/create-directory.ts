@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import { definePlannedTool, type ToolContext } from "../define.js";
 import { ToolError } from "../errors.js";
 import { openDirInScope } from "../fs-safe.js";
 import { lstatInScope, missingAncestors, pathField, plural } from "./common.js";
@@ -24,11 +24,9 @@ async function run(input: { path: string }, ctx: ToolContext, apply: boolean) {
   return { applied: true, ...plan, createdDirectories: created };
 }
 
-export const createDirectory = defineLocalTool({
+export const createDirectory = definePlannedTool({
   name: "create_directory",
   description: "Create a folder, with any missing parent folders (like mkdir -p). An existing folder is not an error.",
   input: Type.Object({ path: pathField("Folder to create") }, { additionalProperties: false }),
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
+  run,
 });

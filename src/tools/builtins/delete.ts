@@ -1,12 +1,12 @@
 import { Type } from "@sinclair/typebox";
 import fs from "node:fs";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import { definePlannedTool, type ToolContext } from "../define.js";
 import { ToolError, fromFsError } from "../errors.js";
-import { lstatIn, openChildDir, openDirInScope, parentAndName, typeOfStats } from "../fs-safe.js";
+import { lstatIn, openChildDir, openDirInScope, parentAndName, entryTypeOf } from "../fs-safe.js";
 import { isWithin } from "../paths.js";
 import type { Scope } from "../scope.js";
 import { readSortedEntries } from "../walk.js";
-import { notFound, pathField, plural } from "./common.js";
+import { notFound, pathField, plural, flagField } from "./common.js";
 import { byteCount } from "./write-helpers.js";
 import { removeEntry, summarizeTree, type RemoveCounts } from "./tree-ops.js";
 
@@ -24,7 +24,7 @@ async function run(input: { path: string; recursive?: boolean }, ctx: ToolContex
   try {
     const stat = lstatIn(dir, name);
     if (!stat) throw notFound(input.path);
-    const type = typeOfStats(stat);
+    const type = entryTypeOf(stat);
     let plan: Record<string, unknown> & { diff: string; summary: string };
     if (type !== "directory") {
       const what = type === "symlink" ? `the symlink ${real} (only the link; its target is not touched)` : `${type === "file" ? "the file" : `the ${type}`} ${real}`;
@@ -77,18 +77,16 @@ async function run(input: { path: string; recursive?: boolean }, ctx: ToolContex
   }
 }
 
-export const deleteTool = defineLocalTool({
+export const deleteTool = definePlannedTool({
   name: "delete",
   description:
     "Delete a file, a symlink (the link only) or an empty folder; with recursive: true, a folder and everything in it (symlinks inside are removed, never followed). The plan lists what will be removed. An allowed root itself cannot be deleted.",
   input: Type.Object(
     {
       path: pathField("What to delete"),
-      recursive: Type.Optional(Type.Boolean({ default: false, description: "Delete a non-empty folder and its contents" })),
+      recursive: flagField(false, "Delete a non-empty folder and its contents"),
     },
     { additionalProperties: false },
   ),
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
+  run,
 });

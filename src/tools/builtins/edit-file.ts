@@ -1,12 +1,12 @@
 import { Type } from "@sinclair/typebox";
 import { createHash } from "node:crypto";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import { definePlannedTool, type ToolContext } from "../define.js";
 import { unifiedDiff } from "../diff.js";
 import { ToolError } from "../errors.js";
-import { openDirInScope, parentAndName, writeAllSync, writeFileAtomic } from "../fs-safe.js";
+import { openDirInScope, parentAndName } from "../fs-safe.js";
 import { detectLineEndings, toCrlf } from "../text.js";
-import { LIMITS, keptMode, pathField, plural } from "./common.js";
-import { hardLinkNote, readCurrent, requireText } from "./write-helpers.js";
+import { LIMITS, pathField, plural } from "./common.js";
+import { hardLinkNote, readCurrent, requireText, writeKeepingMode } from "./write-helpers.js";
 
 const input = Type.Object(
   {
@@ -113,12 +113,7 @@ async function run(input: EditInput, ctx: ToolContext, apply: boolean) {
     if (!apply) return plan;
     if (diff !== "") {
       // `expect` makes the rename refuse if the file changed after it was read above.
-      await writeFileAtomic(dir, name, (fd) => writeAllSync(fd, bytes), {
-        mode: keptMode(current),
-        owner: { uid: current.uid, gid: current.gid },
-        expect: current.identity,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-      });
+      await writeKeepingMode(dir, name, bytes, current, { unchangedSince: true, signal: ctx.signal });
     }
     return { applied: true, ...plan };
   } finally {
@@ -126,12 +121,6 @@ async function run(input: EditInput, ctx: ToolContext, apply: boolean) {
   }
 }
 
-export const editFile = defineLocalTool({
-  name: "edit_file",
-  description:
-    "Edit a UTF-8 text file by exact find/replace: each find must occur exactly once in the current file (otherwise the call fails, saying not found or ambiguous), and edits must not overlap. Line endings (LF or CRLF) and permissions are kept. Applying re-checks every find against the file as it is then and refuses if the file changed.",
-  input,
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
-});
+const description = "Edit a UTF-8 text file by exact find/replace: each find must occur exactly once in the current file (otherwise the call fails, saying not found or ambiguous), and edits must not overlap. Line endings (LF or CRLF) and permissions are kept. Applying re-checks every find against the file as it is then and refuses if the file changed.";
+
+export const editFile = definePlannedTool({ name: "edit_file", description, input, run });

@@ -3,7 +3,7 @@ import { defineLocalTool } from "../define.js";
 import { ToolError } from "../errors.js";
 import { openDirInScope } from "../fs-safe.js";
 import { walkTree } from "../walk.js";
-import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, optionalPathField } from "./common.js";
+import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, optionalPathField, flagField, patternField } from "./common.js";
 
 /**
  * Glob over our own walker rather than a glob library's traversal: the walker is the one that never enters
@@ -15,10 +15,10 @@ export const globTool = defineLocalTool({
     "Find files and folders whose path (relative to `path`) matches a glob pattern such as `**/*.ts` or `src/*.{js,json}`. `*` and `?` stay within one folder, `**` crosses folders. Hidden entries match only with dot: true; .git and node_modules are not entered unless the pattern names them or includeIgnored is true. Returns at most 1000 matches and reports how many were left out.",
   input: Type.Object(
     {
-      pattern: Type.String({ minLength: 1, maxLength: 1000, description: "Glob pattern, relative to path" }),
+      pattern: patternField("Glob pattern, relative to path"),
       path: optionalPathField("Folder to search from (default: the first root)"),
-      dot: Type.Optional(Type.Boolean({ default: false, description: "Let wildcards match names starting with a dot" })),
-      includeIgnored: Type.Optional(Type.Boolean({ default: false, description: "Also enter .git and node_modules" })),
+      dot: flagField(false, "Let wildcards match names starting with a dot"),
+      includeIgnored: flagField(false, "Also enter .git and node_modules"),
       type: Type.Optional(Type.Union([Type.Literal("any"), Type.Literal("file"), Type.Literal("directory")], { default: "any", description: "Only files or only folders" })),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.globMatches, default: LIMITS.globMatches })),
     },

@@ -3,11 +3,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { defineLocalTool, type ToolContext } from "../define.js";
 import { ToolError } from "../errors.js";
-import { openDirInScope, openFileIn, readHeadSync, type DirHandle } from "../fs-safe.js";
+import { openDirInScope, type DirHandle } from "../fs-safe.js";
+import { openFileIn, readHeadSync } from "../safe-read.js";
 import { LineMatcher } from "../line-matcher.js";
 import { hasNulByte, truncateUtf8 } from "../text.js";
 import { walkTree } from "../walk.js";
-import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, fenceFor, lstatInScope, notFound, optionalPathField, toArray } from "./common.js";
+import { DEFAULT_SKIPPED_DIRS, LIMITS, compileGlob, fenceFor, lstatInScope, notFound, optionalPathField, toArray, flagField, patternField } from "./common.js";
 
 const BATCH_FILES = 256;
 const BATCH_BYTES = 4 * 1024 * 1024;
@@ -47,14 +48,14 @@ export const grepTool = defineLocalTool({
     "Search file contents line by line for a regular expression (JavaScript syntax) or, with literal: true, a plain string. Options: ignoreCase, context (lines before and after), include and exclude globs (a pattern without '/' matches file names at any depth). Binary files are skipped, and so are .git and node_modules unless includeIgnored is true. Returns at most 200 matches, each line cut to 1 KB, and reports how many matches were left out.",
   input: Type.Object(
     {
-      pattern: Type.String({ minLength: 1, maxLength: 1000, description: "Regular expression, or text when literal is true" }),
+      pattern: patternField("Regular expression, or text when literal is true"),
       path: optionalPathField("File or folder to search (default: the first root)"),
-      literal: Type.Optional(Type.Boolean({ default: false, description: "Treat pattern as plain text" })),
-      ignoreCase: Type.Optional(Type.Boolean({ default: false })),
+      literal: flagField(false, "Treat pattern as plain text"),
+      ignoreCase: flagField(false),
       context: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, default: 0, description: "Lines of context before and after each match" })),
       include: Type.Optional(globList),
       exclude: Type.Optional(globList),
-      includeIgnored: Type.Optional(Type.Boolean({ default: false, description: "Also search .git and node_modules" })),
+      includeIgnored: flagField(false, "Also search .git and node_modules"),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.grepMatches, default: LIMITS.grepMatches })),
       regexTimeoutMs: Type.Optional(
         Type.Integer({ minimum: 1, maximum: GREP_REGEX_BUDGET_MS, default: GREP_REGEX_BUDGET_MS, description: "Time the regular expression may run in total before the search stops" }),

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import fs from "node:fs";
 import { defineLocalTool } from "../define.js";
-import { openFileInScope } from "../fs-safe.js";
+import { openFileInScope } from "../safe-read.js";
 import { pathField } from "./common.js";
 import { hashFd } from "./read-file.js";
 

@@ -1,9 +1,9 @@
 import { Type } from "@sinclair/typebox";
 import fs from "node:fs";
 import { defineLocalTool } from "../define.js";
-import { openDirInScope, typeOfStats } from "../fs-safe.js";
+import { openDirInScope, entryTypeOf } from "../fs-safe.js";
 import { walkTree, type WalkEntry } from "../walk.js";
-import { DEFAULT_SKIPPED_DIRS, LIMITS, isoTime, optionalPathField } from "./common.js";
+import { DEFAULT_SKIPPED_DIRS, LIMITS, isoTime, optionalPathField, flagField } from "./common.js";
 
 type ListedEntry = { name: string; path: string; type: string; size?: number; modified?: string; linkTarget?: string };
 
@@ -12,7 +12,7 @@ function describe(entry: WalkEntry): ListedEntry {
   try {
     const p = entry.dir.at(entry.name);
     const stat = fs.lstatSync(p);
-    out.type = typeOfStats(stat);
+    out.type = entryTypeOf(stat);
     if (stat.isFile()) out.size = stat.size;
     out.modified = isoTime(stat.mtimeMs);
     // The link's own text lives inside the root; where it points is not followed.
@@ -30,8 +30,8 @@ export const listDirectory = defineLocalTool({
   input: Type.Object(
     {
       path: optionalPathField("Folder to list (default: the first root)"),
-      recursive: Type.Optional(Type.Boolean({ default: false, description: "Also list sub-folders, depth first" })),
-      includeIgnored: Type.Optional(Type.Boolean({ default: false, description: "Enter .git and node_modules when recursive" })),
+      recursive: flagField(false, "Also list sub-folders, depth first"),
+      includeIgnored: flagField(false, "Enter .git and node_modules when recursive"),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.listEntries, default: LIMITS.listEntries, description: "Entries to return (at most 1000)" })),
     },
     { additionalProperties: false },

@@ -1,14 +1,11 @@
-import { Type } from "@sinclair/typebox";
 import fs from "node:fs";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import type { ToolContext } from "../define.js";
 import { ToolError, fromFsError } from "../errors.js";
-import { lstatIn, openChildDir, openDirInScope, parentAndName, typeOfStats, type DirHandle } from "../fs-safe.js";
+import { lstatIn, openChildDir, openDirInScope, parentAndName, entryTypeOf, type DirHandle } from "../fs-safe.js";
 import { isWithin } from "../paths.js";
-import { lstatInScope, missingAncestors, notFound, pathField, plural } from "./common.js";
+import { lstatInScope, missingAncestors, notFound, plural, transferTool, type TransferInput } from "./common.js";
 import { refuseRootsInside } from "./delete.js";
 import { copyFileBetween, copyTreeContents, removeEntry, summarizeTree, type CopyReport } from "./tree-ops.js";
-
-type MoveInput = { from: string; to: string; overwrite?: boolean; createParents?: boolean };
 
 /** rename(2) cannot cross file systems: copy (links stay links), then remove the source if everything made it. */
 async function moveAcrossDevices(srcDir: DirHandle, srcName: string, dstDir: DirHandle, dstName: string, overwrite: boolean, signal?: AbortSignal) {
@@ -39,12 +36,12 @@ async function moveAcrossDevices(srcDir: DirHandle, srcName: string, dstDir: Dir
       });
     }
   } else {
-    throw new ToolError("SPECIAL_FILE", `Cannot move a ${typeOfStats(stat)} across file systems`);
+    throw new ToolError("SPECIAL_FILE", `Cannot move a ${entryTypeOf(stat)} across file systems`);
   }
   await removeEntry(srcDir, srcName, { files: 0, directories: 0, symlinks: 0, other: 0 }, signal);
 }
 
-async function run(input: MoveInput, ctx: ToolContext, apply: boolean) {
+async function run(input: TransferInput, ctx: ToolContext, apply: boolean) {
   // Both ends are link-level: moving a symlink moves the link, as mv does.
   const src = await ctx.scope.resolve(input.from, { followFinal: false });
   const dst = await ctx.scope.resolve(input.to, { followFinal: false });
@@ -54,7 +51,7 @@ async function run(input: MoveInput, ctx: ToolContext, apply: boolean) {
   if (src === dst) throw new ToolError("INVALID_INPUT", `Invalid "to": it is the same as "from"`, { field: "to" });
   const srcStat = lstatInScope(ctx.scope, src);
   if (!srcStat) throw notFound(input.from);
-  const type = typeOfStats(srcStat);
+  const type = entryTypeOf(srcStat);
   if (type === "directory" && isWithin(src, dst)) throw new ToolError("REFUSED", `Cannot move the folder ${src} into itself (${dst})`, { from: src, to: dst });
   const missing = missingAncestors(ctx.scope, dst);
   if (missing.length && input.createParents === false) {
@@ -84,7 +81,7 @@ async function run(input: MoveInput, ctx: ToolContext, apply: boolean) {
     diff: "",
     summary:
       `Move the ${type === "directory" ? "folder" : type} ${src} to ${dst}${counts}` +
-      (existing ? `, replacing the existing ${typeOfStats(existing)}` : "") +
+      (existing ? `, replacing the existing ${entryTypeOf(existing)}` : "") +
       (missing.length ? `, creating ${plural(missing.length, "folder")}: ${missing.join(", ")}` : ""),
     from: src,
     to: dst,
@@ -139,20 +136,4 @@ async function run(input: MoveInput, ctx: ToolContext, apply: boolean) {
   }
 }
 
-export const moveTool = defineLocalTool({
-  name: "move",
-  description:
-    "Move or rename a file, folder or symlink (the link itself). `to` is the full new path, not a folder to move into. An existing destination file is replaced only with overwrite: true; a folder is never replaced. Works across file systems (copy, then delete).",
-  input: Type.Object(
-    {
-      from: pathField("What to move"),
-      to: pathField("New path"),
-      overwrite: Type.Optional(Type.Boolean({ default: false, description: "Replace an existing destination file" })),
-      createParents: Type.Optional(Type.Boolean({ default: true, description: "Create missing parent folders of the destination" })),
-    },
-    { additionalProperties: false },
-  ),
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
-});
+export const moveTool = transferTool({ name: "move", from: "What to move", to: "New path", run }, "Move or rename a file, folder or symlink (the link itself). `to` is the full new path, not a folder to move into. An existing destination file is replaced only with overwrite: true; a folder is never replaced. Works across file systems (copy, then delete).");

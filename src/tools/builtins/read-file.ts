@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { defineLocalTool } from "../define.js";
 import { ToolError, throwIfAborted } from "../errors.js";
-import { openFileInScope, readHeadSync } from "../fs-safe.js";
+import { openFileInScope, readHeadSync } from "../safe-read.js";
 import { guessFileType, hasNulByte, isBinaryContent } from "../text.js";
 import { LIMITS, fenceFor, isoTime, pathField } from "./common.js";
 

@@ -3,8 +3,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { defineLocalTool } from "../define.js";
 import { ToolError } from "../errors.js";
-import { openDirInScope, typeOfStats } from "../fs-safe.js";
-import { isoTime, lstatInScope, modeString, notFound, pathField } from "./common.js";
+import { openDirInScope, entryTypeOf } from "../fs-safe.js";
+import { isoTime, lstatInScope, modeString, notFound, pathField, flagField } from "./common.js";
 
 export const statTool = defineLocalTool({
   name: "stat",
@@ -13,7 +13,7 @@ export const statTool = defineLocalTool({
   input: Type.Object(
     {
       path: pathField("Path to describe"),
-      followSymlinks: Type.Optional(Type.Boolean({ default: false, description: "Describe what a final symlink points to instead of the link" })),
+      followSymlinks: flagField(false, "Describe what a final symlink points to instead of the link"),
     },
     { additionalProperties: false },
   ),
@@ -22,7 +22,7 @@ export const statTool = defineLocalTool({
     const real = await ctx.scope.resolve(input.path, { followFinal: input.followSymlinks ?? false });
     const stat = lstatInScope(ctx.scope, real);
     if (!stat) throw notFound(input.path);
-    const type = typeOfStats(stat);
+    const type = entryTypeOf(stat);
     const result: Record<string, unknown> = {
       path: real,
       type,

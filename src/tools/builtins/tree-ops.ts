@@ -6,7 +6,9 @@
  */
 import fs from "node:fs";
 import { ToolError, throwIfAborted } from "../errors.js";
-import { openChildDir, openFileIn, writeFileAtomic, type DirHandle, type FileIdentity } from "../fs-safe.js";
+import { writeFileAtomic, type FileIdentity } from "../atomic-write.js";
+import { openChildDir, type DirHandle } from "../fs-safe.js";
+import { openFileIn } from "../safe-read.js";
 import { DEFAULT_MAX_DEPTH, readSortedEntries, walkTree } from "../walk.js";
 import { LIMITS } from "./common.js";
 import { readAt } from "./read-file.js";

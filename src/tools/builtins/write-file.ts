@@ -1,19 +1,18 @@
 import { Type } from "@sinclair/typebox";
 import { createHash } from "node:crypto";
-import { defineLocalTool, type ToolContext } from "../define.js";
+import { definePlannedTool, type ToolContext } from "../define.js";
 import { binaryDiff, unifiedDiff } from "../diff.js";
 import { ToolError } from "../errors.js";
-import { writeAllSync, writeFileAtomic } from "../fs-safe.js";
 import { countLines } from "../text.js";
-import { LIMITS, keptMode, pathField, plural } from "./common.js";
-import { byteCount, hardLinkNote, readCurrent, withTargetDir, writeTarget, type CurrentFile } from "./write-helpers.js";
+import { LIMITS, pathField, plural, flagField } from "./common.js";
+import { byteCount, hardLinkNote, readCurrent, withTargetDir, writeKeepingMode, writeTarget, type CurrentFile } from "./write-helpers.js";
 
 const input = Type.Object(
   {
     path: pathField("File to create or overwrite"),
     content: Type.String({ maxLength: LIMITS.textFileBytes, description: "The complete new content (UTF-8)" }),
-    createParents: Type.Optional(Type.Boolean({ default: true, description: "Create missing parent folders" })),
-    overwrite: Type.Optional(Type.Boolean({ default: true, description: "Replace an existing file (false: fail if it exists)" })),
+    createParents: flagField(true, "Create missing parent folders"),
+    overwrite: flagField(true, "Replace an existing file (false: fail if it exists)"),
   },
   { additionalProperties: false },
 );
@@ -60,20 +59,12 @@ async function run(input: WriteInput, ctx: ToolContext, apply: boolean) {
     }
     const plan = describe(target.real, current, input.content, bytes, target.missing);
     if (!apply) return plan;
-    await writeFileAtomic(dir!, target.name, (fd) => writeAllSync(fd, bytes), {
-      ...(current ? { mode: keptMode(current), owner: { uid: current.uid, gid: current.gid } } : {}),
-      ...(current ? {} : { expect: "absent" as const }),
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-    });
+    // A whole-file overwrite replaces whatever is there now; only a file that appeared meanwhile is refused.
+    await writeKeepingMode(dir!, target.name, bytes, current, { unchangedSince: false, signal: ctx.signal });
     return { applied: true, ...plan, createdDirectories: created };
   });
 }
 
-export const writeFile = defineLocalTool({
-  name: "write_file",
-  description: "Create a file or replace its whole content (UTF-8 text, up to 10 MB). Missing parent folders are created unless createParents is false. The file's permissions are kept.",
-  input,
-  class: "mutate",
-  plan: (value, ctx) => run(value, ctx, false),
-  apply: (value, ctx) => run(value, ctx, true),
-});
+const description = "Create a file or replace its whole content (UTF-8 text, up to 10 MB). Missing parent folders are created unless createParents is false. The file's permissions are kept.";
+
+export const writeFile = definePlannedTool({ name: "write_file", description, input, run });

@@ -2,10 +2,12 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ToolError } from "../errors.js";
-import { identityOf, lstatIn, openDirInScope, openFileIn, parentAndName, readHeadSync, type DirHandle, type FileIdentity } from "../fs-safe.js";
+import { identityOf, writeAllSync, writeFileAtomic, type FileIdentity } from "../atomic-write.js";
+import { lstatIn, openDirInScope, parentAndName, type DirHandle } from "../fs-safe.js";
+import { openFileIn, readHeadSync } from "../safe-read.js";
 import type { Scope } from "../scope.js";
 import { isBinaryContent } from "../text.js";
-import { LIMITS, missingAncestors, notFound } from "./common.js";
+import { LIMITS, keptMode, missingAncestors, notFound } from "./common.js";
 
 export interface CurrentFile {
   size: number;
@@ -96,6 +98,25 @@ export async function withTargetDir<T>(scope: Scope, target: WriteTarget, create
   } finally {
     dir.close();
   }
+}
+
+/**
+ * Writes `bytes` as `name` through `writeFileAtomic`. An existing file keeps its permissions and owner and, with
+ * `unchangedSince`, must still be the file `current` read (FILE_CHANGED otherwise); a new one must still be absent.
+ */
+export function writeKeepingMode(
+  dir: DirHandle,
+  name: string,
+  bytes: Buffer,
+  current: CurrentFile | undefined,
+  opts: { unchangedSince: boolean; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const expect = current ? (opts.unchangedSince ? { expect: current.identity } : {}) : { expect: "absent" as const };
+  return writeFileAtomic(dir, name, (fd) => writeAllSync(fd, bytes), {
+    ...(current ? { mode: keptMode(current), owner: { uid: current.uid, gid: current.gid } } : {}),
+    ...expect,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
 }
 
 export function byteCount(n: number): string {

@@ -46,7 +46,7 @@ function normalizeUserCode(raw: string): string {
   return bare.length === 8 ? `${bare.slice(0, 4)}-${bare.slice(4)}` : bare;
 }
 
-export function devicePage(options: { limiter?: RateLimiter } = {}): FastifyPluginAsync {
+export function deviceApprovalPage(options: { limiter?: RateLimiter } = {}): FastifyPluginAsync {
   return async (instance) => {
     const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
     const auth = deviceAuthorizationApi(fastify.tetherAuth);
