@@ -6,7 +6,8 @@ import { startTestApp } from "../helpers/app.js";
 import { rawStatusLine, readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { afterSqlChange, bare, bearer, cookieOf, mintToken, newUser, PASSWORD, SESSION_COOKIE, sessionSetCookie, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
 
-// The seed's state table, error table, resolution order and scope rules, over real HTTP on one app.
+// Session states (active, expired, removed, deactivated), the error for each helper, the resolution
+// order (cookie, then token, then anonymous) and scope rules, over real HTTP on one app.
 
 /** Test-only routes that expose the session helpers directly. */
 function testRoutes(app: App) {
