@@ -1,7 +1,7 @@
 import { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE } from "../protocol/device-authorization.js";
 import { deviceRequest, type DeviceRequest, type DeviceResponse } from "./http.js";
 import { HOST_AGENT } from "./version.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBody } from "../protocol/index.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBatchReply, type ResultBody } from "../protocol/index.js";
 
 /** The server answered with an error (`{ code, message }`). */
 export class ServerError extends Error {
@@ -57,11 +57,16 @@ export class HostClient {
     };
   }
 
-  private async post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  private post<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    return this.postJson(path, JSON.stringify(body), signal);
+  }
+
+  /** `json`: the body, already serialised. */
+  private async postJson<T>(path: string, json: string, signal?: AbortSignal): Promise<T> {
     const response = await this.request(this.server + path, {
       method: "POST",
       headers: this.headers(true),
-      body: JSON.stringify(body),
+      body: json,
       ...(signal ? { signal } : {}),
     });
     if (!response.ok) throw await errorOf(response);
@@ -96,6 +101,11 @@ export class HostClient {
   async result(body: ResultBody, signal?: AbortSignal): Promise<void> {
     const { id, ...outcome } = body;
     await this.post(`/api/host/result/${encodeURIComponent(id)}`, outcome, signal);
+  }
+
+  /** Several results in one request; `serialized`: each a `ResultBody` as JSON. */
+  async results(serialized: readonly string[], signal?: AbortSignal): Promise<ResultBatchReply> {
+    return this.postJson("/api/host/results", `{"results":[${serialized.join(",")}]}`, signal);
   }
 
   /** Opens the event stream; the caller reads the body. */

@@ -5,6 +5,8 @@ import { HostClient, ServerError } from "./client.js";
 import { describeNetwork, deviceRequest, type DeviceRequest } from "./http.js";
 import { hostEnvironment, hostPlatform, normalizeServerUrl, type HostEnvironment } from "./config.js";
 import { forgetCredential, loadCredential, saveCredential, type DeviceCredential } from "./credentials.js";
+import { ResultOutbox } from "./result-outbox.js";
+import { sleep } from "./sleep.js";
 import { readEventStream } from "./sse.js";
 import { isOlderVersion } from "../protocol/versions.js";
 import { HOST_AGENT, HOST_VERSION } from "./version.js";
@@ -132,22 +134,6 @@ export function backoffDelay(attempt: number, backoff: Backoff, random = Math.ra
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
-/** Waits `ms`, or less if `signal` aborts; true when it waited the whole time. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const describeError = (error: unknown) =>
   error instanceof ServerError ? `${error.code}: ${error.message}` : error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
@@ -215,8 +201,11 @@ class HostSession {
   private running = 0;
   private updateNoticed = false;
   private readonly queue: Array<() => void> = [];
+  private readonly outbox: ResultOutbox;
 
-  constructor(private readonly args: SessionArgs) {}
+  constructor(private readonly args: SessionArgs) {
+    this.outbox = new ResultOutbox(args.client, args.stop);
+  }
 
   async run(): Promise<number> {
     const { log, stop, server } = this.args;
@@ -330,7 +319,7 @@ class HostSession {
   }
 
   private async execute(call: CallEvent, controller: AbortController): Promise<void> {
-    const { tools, scope, client } = this.args;
+    const { tools, scope } = this.args;
     const timer = setTimeout(() => controller.abort(), call.timeoutMs);
     let body: ResultBody;
     try {
@@ -353,15 +342,7 @@ class HostSession {
     }
     // The server gave up on a cancelled call: nothing to post.
     if (controller.signal.aborted) return;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        await client.result(body);
-        return;
-      } catch (error) {
-        if (error instanceof ServerError && error.permanent) return; // settled already, or gone: nothing to retry
-        if (this.args.stop.aborted || !(await sleep(200 * (attempt + 1), this.args.stop))) return;
-      }
-    }
+    await this.outbox.post(body);
   }
 
   /** One line, once per run, when the server offers a newer tether-host; it never updates itself. */

@@ -134,3 +134,23 @@ export const CallOutcomeSchema = Type.Union([
   Type.Object({ ok: Type.Literal(true), result: Type.Unknown() }, { additionalProperties: false }),
   Type.Object({ ok: Type.Literal(false), error: CallFailureSchema }, { additionalProperties: false }),
 ]);
+
+/**
+ * `POST /api/host/results`: the outcomes of several calls in one request. The device sends one when
+ * more than one small result is ready in the same turn of its event loop (many calls in flight), so
+ * each call costs a fraction of a request instead of a whole one. A batch is at most this large in
+ * all, the smallest of the per-class result limits, so no result in it needs a class-specific check.
+ */
+export const MAX_RESULT_BATCH_BYTES = 256 * 1024;
+export const MAX_RESULT_BATCH_ITEMS = 64;
+export const ResultBatchSchema = Type.Object(
+  { results: Type.Array(ResultBodySchema, { minItems: 1, maxItems: MAX_RESULT_BATCH_ITEMS }) },
+  { additionalProperties: false },
+);
+export type ResultBatch = Static<typeof ResultBatchSchema>;
+/** The results the server did not take (the call was not awaited, was another device's, or already settled). */
+export const ResultBatchReplySchema = Type.Object(
+  { refused: Type.Array(Type.Object({ id: CallId, code: Type.String() }, { additionalProperties: false })) },
+  { additionalProperties: false },
+);
+export type ResultBatchReply = Static<typeof ResultBatchReplySchema>;

@@ -9,7 +9,7 @@
  * Resolving is a check, not a guarantee: the tree can change before the path is used. `fs-safe.ts` re-verifies
  * what it actually opens, so a path resolved here is only ever used through it.
  */
-import { promises as fsp } from "node:fs";
+import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { ToolError } from "./errors.js";
 import { checkPathSyntax, currentFlavor, isWithin, joinAbsolute, separatorOf, splitAbsolute, type PathFlavor, type SplitPath } from "./paths.js";
@@ -107,7 +107,10 @@ async function resolveReal(absolute: string, followFinal: boolean, flavor: PathF
   }
   try {
     // realpath(3) does the whole walk in one call when everything exists; the walk below covers the rest.
-    return await fsp.realpath(absolute);
+    // Synchronous on purpose: a local path's realpath takes microseconds, less than the hand-off to
+    // libuv's thread pool and back that the async call costs on every tool call (the tools' other
+    // metadata calls, through fs-safe.ts, are synchronous already).
+    return fs.realpathSync.native(absolute);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ELOOP") throw loopError(absolute);
   }

@@ -14,11 +14,15 @@ import {
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   CallOutcomeSchema,
+  MAX_RESULT_BATCH_BYTES,
+  ResultBatchReplySchema,
+  ResultBatchSchema,
   ResultBodySchema,
   ResultParamsSchema,
   StreamEvent,
   type HelloReply,
   type ReadyEvent,
+  type ResultBatchReply,
 } from "../../protocol/index.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
@@ -40,6 +44,9 @@ export interface DeviceRoutesOptions {
   offeredHostVersion: () => Promise<string>;
 }
 
+
+/** Why a result is not taken: refused per result in a batch, where a single post answers 4xx. */
+const SETTLE_REFUSALS = new Set(["UNKNOWN_CALL", "WRONG_DEVICE", "RESULT_ALREADY_RECEIVED"]);
 
 /** Every device-facing request names the protocol version it speaks; the one check for it. */
 function checkProtocol(request: FastifyRequest): void {
@@ -173,6 +180,27 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
         async (request, reply) => {
           await service.settle(request.tetherDevice!, { id: request.params.callId, ...request.body });
           return reply.code(204).send();
+        },
+      );
+
+      // Several small results in one request (see ResultBatchSchema): each is settled as if posted alone;
+      // the ones not awaited from this device are listed, not fatal. Anything else (the shared dispatcher
+      // unreachable) fails the request, and the device posts the batch again.
+      results.withTypeProvider<TypeBoxTypeProvider>().post(
+        "/api/host/results",
+        { schema: { body: ResultBatchSchema, response: { 200: ResultBatchReplySchema } }, bodyLimit: MAX_RESULT_BATCH_BYTES },
+        async (request): Promise<ResultBatchReply> => {
+          const device = request.tetherDevice!;
+          const refused: ResultBatchReply["refused"] = [];
+          await Promise.all(
+            request.body.results.map((result) =>
+              service.settle(device, result).catch((error: unknown) => {
+                if (!(error instanceof HostError) || !SETTLE_REFUSALS.has(error.code)) throw error;
+                refused.push({ id: result.id, code: error.code });
+              }),
+            ),
+          );
+          return { refused };
         },
       );
     });

@@ -34,10 +34,30 @@ export function openSseStream(raw: ServerResponse, keepAliveMs: number, extraHea
   let resolveEnded!: () => void;
   const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
 
+  // Frames written in one turn of the event loop leave in one write: with many calls in flight, a
+  // device's calls arrive in one chunk (one syscall each side instead of one per call).
+  let pending = "";
+  let flushScheduled = false;
+  const flush = () => {
+    flushScheduled = false;
+    if (!open || pending === "") return;
+    raw.write(pending);
+    pending = "";
+    if (raw.writableLength > MAX_BUFFERED_BYTES) raw.destroy();
+  };
   const write = (chunk: string) => {
     if (!open) return;
-    raw.write(chunk);
-    if (raw.writableLength > MAX_BUFFERED_BYTES) raw.destroy();
+    pending += chunk;
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+  };
+  /** Writes what is pending now; the stream then ends (`raw.end()`) after it. */
+  const flushNow = () => {
+    flush();
+    open = false;
+    clearInterval(keepAlive);
   };
   const keepAlive = setInterval(() => write(": keep-alive\n\n"), keepAliveMs);
   keepAlive.unref();
@@ -55,8 +75,7 @@ export function openSseStream(raw: ServerResponse, keepAliveMs: number, extraHea
     ended,
     end() {
       if (!open) return;
-      open = false;
-      clearInterval(keepAlive);
+      flushNow();
       raw.end();
     },
     send(event, data) {
@@ -65,8 +84,7 @@ export function openSseStream(raw: ServerResponse, keepAliveMs: number, extraHea
     close(reason: CloseReason, message: string) {
       if (!open) return;
       write(`event: ${StreamEvent.close}\ndata: ${JSON.stringify({ reason, message })}\n\n`);
-      open = false;
-      clearInterval(keepAlive);
+      flushNow();
       raw.end();
     },
   };
