@@ -23,7 +23,7 @@ t.test("a batch settles each waiting call with its own result, and lists what it
   const { owner, deviceId, device } = await connectedDevice(t, server.url);
   const other = await connectedDevice(t, server.url);
 
-  const waiting = [0, 1, 2].map((n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: String(n) } }).then(json));
+  const waiting = [0, 1, 2].map((n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: String(n) } }).then(readJson));
   const calls = [await device.nextCall(), await device.nextCall(), await device.nextCall()];
   const foreign = other.owner.post("/api/host/calls", { deviceId: other.deviceId, tool: "stat", input: { path: "x" } });
   const foreignCall = await other.device.nextCall();
