@@ -200,7 +200,7 @@ t.test("fenceUntrusted and ToolError", async (t) => {
   t.match(fenceUntrusted("x", 'a"b<c>'), /source="a_b_c_"/, "the label cannot break the marker");
   const error = new ToolError("OUTSIDE_ROOTS", "no", { path: "x" });
   t.same(JSON.parse(JSON.stringify(error)), { code: "OUTSIDE_ROOTS", message: "no", details: { path: "x" } });
-  t.ok(error instanceof Error);
+  t.match(error.stack, /^ToolError: no\n/, "a stack that names the class, for the log");
   t.equal(new Set(TOOL_ERROR_CODES).size, TOOL_ERROR_CODES.length);
 });
 

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
+import type { FastifyRequest } from "fastify";
 import { hostCaller as caller, hostPerson as person } from "./callers.js";
 import { rethrowAsHttpError } from "./errors.js";
 import {
@@ -47,15 +48,14 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return reply.code(201).send({ code: minted.code, expiresAt: minted.expiresAt });
   });
 
-  fastify.get("/api/host/devices", { schema: { response: jsonResponses({ 200: DeviceListJson }) } }, async (request) => {
-    const { userId } = await caller(request);
-    return { devices: await service.listDevices(userId) };
-  });
-
-  fastify.get("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 200: DeviceJson }) } }, async (request) => {
-    const { userId } = await caller(request);
-    return service.device(userId, request.params.id);
-  });
+  // Devices and proposals are read alike: the caller's list, and one of them by id (404 when not theirs).
+  const callerId = async (request: FastifyRequest) => (await caller(request)).userId;
+  fastify.get("/api/host/devices", { schema: { response: jsonResponses({ 200: DeviceListJson }) } }, async (request) => ({
+    devices: await service.listDevices(await callerId(request)),
+  }));
+  fastify.get("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 200: DeviceJson }) } }, async (request) =>
+    service.device(await callerId(request), request.params.id),
+  );
 
   fastify.delete("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
     const { userId } = await person(request);
@@ -77,15 +77,12 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff, summary: proposal.summary, expiresAt: proposal.expiresAt });
   });
 
-  fastify.get("/api/host/proposals", { schema: { response: jsonResponses({ 200: ProposalListJson }) } }, async (request) => {
-    const { userId } = await caller(request);
-    return { proposals: await service.pendingProposals(userId) };
-  });
-
-  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams, response: jsonResponses({ 200: ProposalJson }) } }, async (request) => {
-    const { userId } = await caller(request);
-    return service.proposal(userId, request.params.id);
-  });
+  fastify.get("/api/host/proposals", { schema: { response: jsonResponses({ 200: ProposalListJson }) } }, async (request) => ({
+    proposals: await service.pendingProposals(await callerId(request)),
+  }));
+  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams, response: jsonResponses({ 200: ProposalJson }) } }, async (request) =>
+    service.proposal(await callerId(request), request.params.id),
+  );
 
   fastify.post("/api/host/approve", { schema: { body: DecisionBody, response: jsonResponses({ 200: ApprovedJson }) } }, async (request) => {
     const who = await person(request);
