@@ -71,7 +71,7 @@ t.test("a bad batch is a clear 4xx, never a 500", async (t) => {
 });
 
 /** The device runtime in this process, paired with a new owner on a new server; requests counted by path. */
-async function runtimeDevice(t: Test, tools: readonly LocalTool[], dir: string) {
+async function runtimeDevice(t: Test, tools: readonly LocalTool[], dir: string, concurrency = 16) {
   const server = await startHostServer(t);
   const requests: string[] = [];
   server.app.server.on("request", (request: IncomingMessage) => requests.push(request.url ?? ""));
@@ -79,7 +79,7 @@ async function runtimeDevice(t: Test, tools: readonly LocalTool[], dir: string) 
   const minted = await readJson(await owner.post("/api/host/pairing-codes"));
   const stop = new AbortController();
   const lines: string[] = [];
-  const running = runHost({ server: server.url, tools, roots: [dir], configDir: path.join(dir, ".cfg"), pairingCode: minted.code, handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
+  const running = runHost({ server: server.url, tools, concurrency, roots: [dir], configDir: path.join(dir, ".cfg"), pairingCode: minted.code, handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
   t.teardown(async () => {
     stop.abort();
     await running;
