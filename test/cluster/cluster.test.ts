@@ -120,7 +120,7 @@ if (SLOW) t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t)
     }
     for (const replica of replicas) {
       await eventually(async () => (await call(replica, "stat", { path: "notes.txt" })).status === 200, 60_000, `a call through ${replica.port} once the device is back`);
-      t.pass(`a call through the replica on ${replica.port} succeeds again`);
+      t.match(await call(replica, "stat", { path: "notes.txt" }), { status: 200, body: { tool: "stat", result: { type: "file" } } }, `a call through the replica on ${replica.port} succeeds again`);
     }
   });
 
