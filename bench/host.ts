@@ -14,7 +14,6 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,35 +24,21 @@ import Fastify from "fastify";
 import { openDatabase, type DatabaseHandle } from "../src/db/connect.js";
 import { createDevice, recordHello } from "../src/plugins/host/devices.js";
 import { BENCH_ORIGIN, startBenchApp } from "./bench-app.js";
+import { fmt, load, percentiles } from "./autocannon.js";
 import { benchMcpFilesystem } from "./mcp-baseline.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 3000);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "..");
-const require = createRequire(import.meta.url);
-const AUTOCANNON_BIN = path.join(path.dirname(require.resolve("autocannon/package.json")), "autocannon.js");
 const run = promisify(execFile);
 
-interface Load {
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-}
-
 /** autocannon in its own process, POSTing `body` as JSON. */
-async function post(url: string, body: unknown, connections: number, seconds: number, headers: Record<string, string> = {}): Promise<Load> {
-  const args = [AUTOCANNON_BIN, "--json", "-c", String(connections), "-d", String(seconds), "-m", "POST", "-b", JSON.stringify(body), "-H", "content-type=application/json"];
-  for (const [name, value] of Object.entries(headers)) args.push("-H", `${name}=${value}`);
-  args.push(url);
-  const { stdout } = await run(process.execPath, args, { maxBuffer: 16 * 1024 * 1024 });
-  const r = JSON.parse(stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+async function post(url: string, body: unknown, connections: number, seconds: number, headers: Record<string, string> = {}) {
+  const r = await load(url, { json: body, connections, seconds, headers });
+  return { rps: r.requestsPerSecond, p50: r.p50Ms, p99: r.p99Ms, non2xx: r.non2xx, errors: r.errors };
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 function gc(): void {
   setFlagsFromString("--expose-gc");
@@ -116,9 +101,7 @@ async function latencyClient(url: string, body: string, headers: string, seconds
   const samples: number[] = [];
   const end = Date.now() + seconds * 1000;
   while (Date.now() < end) samples.push(await once());
-  samples.sort((a, b) => a - b);
-  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-  process.stdout.write(`${JSON.stringify({ count: samples.length, perSecond: samples.length / seconds, p50: at(0.5), p99: at(0.99) })}\n`);
+  process.stdout.write(`${JSON.stringify({ count: samples.length, ...percentiles(samples, seconds) })}\n`);
   agent.destroy();
 }
 

@@ -2,15 +2,12 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { percentiles } from "./autocannon.js";
 
 const require = createRequire(import.meta.url);
 const SERVER = path.join(path.dirname(require.resolve("@modelcontextprotocol/server-filesystem/package.json")), "dist/index.js");
 
-export interface Measured {
-  p50: number;
-  p99: number;
-  perSecond: number;
-}
+export type Measured = ReturnType<typeof percentiles>;
 
 /**
  * The MCP filesystem server answering `get_file_info` over stdio, through the MCP SDK's client: the
@@ -30,7 +27,7 @@ export async function benchMcpFilesystem(root: string, file: string, seconds: nu
     const samples: number[] = [];
     let end = Date.now() + seconds * 1000;
     while (Date.now() < end) samples.push(await once());
-    const one = summarize(samples, seconds);
+    const one = percentiles(samples, seconds);
     const concurrent: number[] = [];
     end = Date.now() + seconds * 1000;
     await Promise.all(
@@ -38,14 +35,8 @@ export async function benchMcpFilesystem(root: string, file: string, seconds: nu
         while (Date.now() < end) concurrent.push(await once());
       }),
     );
-    return { one, many: summarize(concurrent, seconds) };
+    return { one, many: percentiles(concurrent, seconds) };
   } finally {
     await client.close();
   }
-}
-
-function summarize(samples: number[], seconds: number): Measured {
-  samples.sort((a, b) => a - b);
-  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] ?? 0;
-  return { p50: at(0.5), p99: at(0.99), perSecond: samples.length / seconds };
 }

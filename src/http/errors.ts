@@ -14,7 +14,7 @@ export class HttpError extends Error {
   }
 }
 
-/** `requireSession` with no session: 302 to the login page (the seed's thrown redirect). */
+/** `requireSession` with no session: a thrown 302 to the login page, which the error handler sends as the redirect. */
 export class LoginRequiredError extends Error {
   readonly statusCode = 302;
   readonly location = "/login";

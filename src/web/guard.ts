@@ -1,6 +1,7 @@
 /**
- * The route guard: one encapsulated Fastify context holding every signed-in page, the counterpart of
- * the seed's pathless layout route.
+ * The route guard: one encapsulated Fastify context holding every signed-in page, so that a page added
+ * to it inherits the guard (the rule: every signed-in page sits in one guarded subtree, and nothing
+ * protected runs before the guard has found a session).
  *
  * Its `onRequest` hook runs before every other hook and handler of the context (after the app's own
  * root hooks: origin guard, cookies, session binding; before the body is even parsed). It calls

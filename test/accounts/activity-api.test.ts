@@ -4,8 +4,8 @@
  */
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { body, mintToken, newUser, PASSWORD, randomClientIp } from "../helpers/auth.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { mintToken, newUser, PASSWORD, randomClientIp } from "../helpers/auth.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { secretOf, totp } from "../helpers/totp.js";
 
 const { app, url } = await startTestApp(t, { env: { SIGN_IN_LOCKOUT_ATTEMPTS: "3", SIGN_IN_LOCKOUT_SECONDS: "600" } });
@@ -14,7 +14,7 @@ async function eventsOf(client: TestClient): Promise<Array<{ event: string; outc
   await app.tetherActivity.flush();
   const response = await client.get("/api/activity?limit=100");
   if (response.status !== 200) throw new Error(`activity: ${response.status} ${await response.text()}`);
-  return (await body(response)).entries;
+  return (await readJson(response)).entries;
 }
 
 t.test("each account event is in the user's activity, with address and browser for sign-ins", async (t) => {
@@ -26,15 +26,15 @@ t.test("each account event is in the user's activity, with address and browser f
 
   t.equal((await user.client.post("/api/auth/change-password", { currentPassword: PASSWORD, newPassword: "a new passphrase" })).status, 200);
   const token = await mintToken(user.client, { name: "ci deploys" });
-  const tokens = await body(await user.client.get("/api/tokens"));
+  const tokens = await readJson(await user.client.get("/api/tokens"));
   t.equal((await user.client.delete(`/api/tokens/${tokens.tokens[0].id}`)).status, 204);
 
-  const enabled = await body(await user.client.post("/api/auth/two-factor/enable", { password: "a new passphrase" }));
+  const enabled = await readJson(await user.client.post("/api/auth/two-factor/enable", { password: "a new passphrase" }));
   const secret = secretOf(enabled.totpURI);
   t.equal((await user.client.post("/api/auth/two-factor/verify-totp", { code: totp(secret) })).status, 200);
   t.equal((await user.client.post("/api/auth/two-factor/disable", { password: "a new passphrase" })).status, 200);
 
-  const sessions = await body(await user.client.get("/api/auth/list-sessions"));
+  const sessions = await readJson(await user.client.get("/api/auth/list-sessions"));
   t.ok(sessions.length >= 2, "two sessions");
   t.equal((await user.client.post("/api/auth/revoke-other-sessions")).status, 200);
 
@@ -57,7 +57,7 @@ t.test("per-account lockout: the same answers for an account and for an address 
   const attempt = async (email: string, password: string) => {
     // A new client address each time: the per-IP limit is not what is being tested.
     const response = await new TestClient(url, { headers: { "x-forwarded-for": randomClientIp() } }).signIn(email, password);
-    return { status: response.status, body: await body(response) };
+    return { status: response.status, body: await readJson(response) };
   };
   for (let i = 0; i < 3; i++) {
     const [known, unknown] = [await attempt(user.email, "wrong"), await attempt(nobody, "wrong")];
@@ -89,7 +89,7 @@ t.test("a user reads only their own activity; the admin API is for site admins",
   t.equal((await new TestClient(url).get("/api/activity")).status, 401);
 
   const admin = await newUser(url, "admin", { adminOf: app });
-  const page = await body(await admin.client.get(`/api/admin/activity?userId=${alice.id}&event=sign-up`));
+  const page = await readJson(await admin.client.get(`/api/admin/activity?userId=${alice.id}&event=sign-up`));
   t.ok(page.entries.length >= 1);
   t.ok(page.entries.every((e: any) => e.user.id === alice.id && e.event === "sign-up"), "filters apply");
 });

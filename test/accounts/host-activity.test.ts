@@ -3,9 +3,9 @@
  * proposals approved and rejected, and calls made with one of the owner's API tokens, naming that token.
  */
 import t from "tap";
-import { body, mintToken } from "../helpers/auth.js";
-import { TestClient } from "../helpers/client.js";
-import { connectedDevice, json, signedIn, startHostServer } from "../host/helpers.js";
+import { mintToken } from "../helpers/auth.js";
+import { readJson, TestClient } from "../helpers/client.js";
+import { connectedDevice, signedIn, startHostServer } from "../host/helpers.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n";
 
@@ -23,9 +23,9 @@ t.test("device, proposal and token-call events are in the owner's activity", asy
   const agent = new TestClient(server.url, { headers: { authorization: `Bearer ${token}` } });
   const called = await agent.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "notes.txt" } });
   t.equal(called.status, 200, "the token's call succeeds");
-  const first = await json(await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "notes.txt", content: "new\n" } }));
+  const first = await readJson(await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "notes.txt", content: "new\n" } }));
   t.equal((await owner.post("/api/host/approve", { proposalId: first.proposalId })).status, 200);
-  const second = await json(await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "other.txt", content: "x" } }));
+  const second = await readJson(await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "other.txt", content: "x" } }));
   t.equal((await owner.post("/api/host/reject", { proposalId: second.proposalId })).status, 200);
   t.equal((await owner.delete(`/api/host/devices/${deviceId}`)).status, 204, "the device is revoked");
 
@@ -33,7 +33,7 @@ t.test("device, proposal and token-call events are in the owner's activity", asy
   await server.app.tetherAudit.flush();
   await server.app.tetherActivity.flush();
   const entries: Array<{ event: string; credential: string | null; tool: string | null }> =
-    (await body(await owner.get("/api/activity?limit=100"))).entries;
+    (await readJson(await owner.get("/api/activity?limit=100"))).entries;
   const events = new Set(entries.map((e) => e.event));
   for (const event of ["pair", "enroll", "call", "propose", "approve", "reject", "revoke"]) {
     t.ok(events.has(event), `a "${event}" entry`);
@@ -43,6 +43,6 @@ t.test("device, proposal and token-call events are in the owner's activity", asy
 
   // Nobody else sees any of it.
   const stranger = await signedIn(server.url);
-  const theirs: Array<{ event: string }> = (await body(await stranger.get("/api/activity?limit=100"))).entries;
+  const theirs: Array<{ event: string }> = (await readJson(await stranger.get("/api/activity?limit=100"))).entries;
   t.notOk(theirs.some((e) => ["pair", "call", "approve", "reject", "revoke"].includes(e.event)), "another user's activity holds none of the owner's device events");
 });

@@ -5,8 +5,8 @@
  */
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { afterSqlChange, body, PASSWORD, redisTest } from "../helpers/auth.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { afterSqlChange, PASSWORD, redisTest } from "../helpers/auth.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { browserClient } from "../pages/support.js";
 
 const first = await startTestApp(t);
@@ -46,5 +46,5 @@ redisTest(t, "with Redis, failed sign-ins on one replica lock the account on the
   for (let i = 0; i < 2; i++) t.equal((await new TestClient(a.url).signIn(email, "wrong password")).status, 401);
   const onOther = await new TestClient(b.url).signIn(email, PASSWORD);
   t.equal(onOther.status, 429, "the other replica refuses the right password too");
-  t.equal((await body(onOther)).code, "SIGN_IN_LOCKED");
+  t.equal((await readJson(onOther)).code, "SIGN_IN_LOCKED");
 });

@@ -7,9 +7,9 @@ import { sql } from "kysely";
 import t from "tap";
 import { openDatabase } from "../../src/db/connect.js";
 import { freePort, startTestApp } from "../helpers/app.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { openTestDatabase, TEST_DATABASE_URL } from "../helpers/database.js";
-import { afterSqlChange, body, cookieOf, newUser, PASSWORD, whoAmI } from "../helpers/auth.js";
+import { afterSqlChange, cookieOf, newUser, PASSWORD, whoAmI } from "../helpers/auth.js";
 
 // `npm run admin -- promote|demote|deactivate|reactivate <email>`, run as a real process.
 
@@ -92,7 +92,7 @@ t.test("the embedded database, while the server holds it and after", async (t) =
   const client = new TestClient(url);
   const email = uniqueEmail("cli");
   await client.signUp(email);
-  t.match(await body(await client.get("/api/me")), { user: { email, isSiteAdmin: false } });
+  t.match(await readJson(await client.get("/api/me")), { user: { email, isSiteAdmin: false } });
 
   const busy = await admin(["promote", email], { DATA_DIR: dataDir });
   t.not(busy.code, 0, "exit non-zero");
@@ -100,7 +100,7 @@ t.test("the embedded database, while the server holds it and after", async (t) =
   t.match(busy.stderr, /in use by the running server \(pid \d+\)/, "which says why");
   t.match(busy.stderr, /stop the server first/, "and what to do");
   t.equal(busy.stdout, "", "nothing on stdout");
-  t.match(await body(await client.get("/api/me")), { user: { email, isSiteAdmin: false } }, "nothing changed");
+  t.match(await readJson(await client.get("/api/me")), { user: { email, isSiteAdmin: false } }, "nothing changed");
 
   server.kill("SIGTERM");
   t.equal(await exited, 0, "the server stops cleanly");
@@ -136,7 +136,7 @@ t.test("PostgreSQL, while a server runs on the same database", { skip: TEST_DATA
   const { url } = await startTestApp(t, { database });
   const user = await newUser(url, "cli-pg");
   const cookie = { cookie: cookieOf(user.client) };
-  const isAdmin = async () => (await body(await user.client.get("/api/me")))?.user?.isSiteAdmin;
+  const isAdmin = async () => (await readJson(await user.client.get("/api/me")))?.user?.isSiteAdmin;
   const adminAfterChange = (expected: boolean) =>
     afterSqlChange(isAdmin, (value) => value === expected);
 

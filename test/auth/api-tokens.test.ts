@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { bare, bearer, body, mintToken, newUser, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
+import { bare, bearer, mintToken, newUser, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
 
 // Personal API tokens over /api/tokens: shown once, hashed at rest, listed without the secret,
 // revocable, expiring, and never minted by another token.
@@ -16,7 +16,7 @@ t.test("create: 201 and the created-token record, with the secret this once", as
   const { client } = await newUser(url, "create");
   const response = await client.post("/api/tokens", { name: "  deploy bot  ", scopes: ["read", "admin", "read"], expiresInDays: 30 });
   t.equal(response.status, 201);
-  const created = await body(response);
+  const created = await readJson(response);
   t.match(created.token, /^sk_[A-Za-z0-9_-]{43}$/, "an sk_ value with 32 random bytes");
   t.equal(created.name, "deploy bot", "name trimmed");
   t.strictSame(created.scopes, ["admin", "read"], "scopes de-duplicated and sorted");
@@ -24,7 +24,7 @@ t.test("create: 201 and the created-token record, with the secret this once", as
   t.equal(created.lastUsedAt, null);
   t.ok(Math.abs(new Date(created.expiresAt).getTime() - (Date.now() + 30 * 86_400_000)) < 60_000, "expires in 30 days");
   t.strictSame(Object.keys(created).sort(), ["createdAt", "expiresAt", "id", "lastUsedAt", "name", "prefix", "scopes", "token"]);
-  t.same(await whoAmI(url, bearer(created.token)), { status: 200, id: (await body(await client.get("/api/me"))).user.id, via: "token" }, "it works at once");
+  t.same(await whoAmI(url, bearer(created.token)), { status: 200, id: (await readJson(await client.get("/api/me"))).user.id, via: "token" }, "it works at once");
 });
 
 t.test("hashed at rest: no column holds the value; token_hash is its SHA-256", async (t) => {
@@ -82,23 +82,23 @@ t.test("list: the caller's tokens, never a secret", async (t) => {
 
 t.test("revoke: 204, and the token stops working at once", async (t) => {
   const { client } = await newUser(url, "revoke");
-  const created = await body(await client.post("/api/tokens", { name: "to revoke" }));
+  const created = await readJson(await client.post("/api/tokens", { name: "to revoke" }));
   for (let i = 0; i < 3; i++) t.equal((await whoAmI(url, bearer(created.token))).status, 200, "works (and is cached)");
   const response = await client.delete(`/api/tokens/${created.id}`);
   t.equal(response.status, 204);
   t.equal(await response.text(), "", "no body");
   t.equal((await whoAmI(url, bearer(created.token))).status, 401, "the very next request is anonymous");
   t.equal((await client.delete(`/api/tokens/${created.id}`)).status, 404, "a second revoke: 404");
-  t.strictSame((await body(await client.get("/api/tokens"))).tokens, [], "gone from the list");
+  t.strictSame((await readJson(await client.get("/api/tokens"))).tokens, [], "gone from the list");
 });
 
 t.test("another user's token id: 404, and that token keeps working", async (t) => {
   const owner = await newUser(url, "owner");
   const intruder = await newUser(url, "intruder");
-  const created = await body(await owner.client.post("/api/tokens", { name: "mine" }));
+  const created = await readJson(await owner.client.post("/api/tokens", { name: "mine" }));
   const response = await intruder.client.delete(`/api/tokens/${created.id}`);
   t.equal(response.status, 404);
-  t.match(await body(response), { code: "NOT_FOUND", message: String });
+  t.match(await readJson(response), { code: "NOT_FOUND", message: String });
   t.equal((await whoAmI(url, bearer(created.token))).status, 200, "still works");
   t.equal((await intruder.client.delete("/api/tokens/no-such-id")).status, 404, "an unknown id: 404");
 });
@@ -121,7 +121,7 @@ t.test("a token cannot mint a token", async (t) => {
     body: JSON.stringify({ name: "child" }),
   });
   t.equal(response.status, 403);
-  t.match(await body(response), { code: "COOKIE_SESSION_REQUIRED", message: /session/ });
+  t.match(await readJson(response), { code: "COOKIE_SESSION_REQUIRED", message: /session/ });
   const rows = await db.selectFrom("api_token").select("id").where("user_id", "=", id).execute();
   t.equal(rows.length, 1, "no second token");
 });
@@ -136,7 +136,7 @@ t.test("anonymous: 401 JSON", async (t) => {
     const response = await anonymous.request(method, path, method === "POST" ? { json: { name: "x" } } : {});
     t.equal(response.status, 401, `${method} ${path}`);
     t.match(response.headers.get("content-type"), /application\/json/);
-    t.match(await body(response), { code: "UNAUTHENTICATED", message: String }, `${method} ${path}: body`);
+    t.match(await readJson(response), { code: "UNAUTHENTICATED", message: String }, `${method} ${path}: body`);
   }
   t.equal((await whoAmI(url, bearer(`sk_${"B".repeat(43)}`))).status, 401, "a well-formed token nobody issued is anonymous");
 });

@@ -1,9 +1,9 @@
 import { sql } from "kysely";
 import t, { type Test } from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { openTestDatabase } from "../helpers/database.js";
-import { bare, body, newUser, SESSION_COOKIE, sessionSetCookie, whoAmI } from "../helpers/auth.js";
+import { bare, newUser, SESSION_COOKIE, sessionSetCookie, whoAmI } from "../helpers/auth.js";
 
 // Edge SSO: a reverse proxy asserts identity in headers; only a trusted proxy may.
 
@@ -21,7 +21,7 @@ const userCount = async (email: string) =>
 /** Asserts a refused edge sign-in: 403 with `code`, and no session cookie. */
 async function refused(t: Test, response: Response, code: string, what: string) {
   t.equal(response.status, 403, `${what}: 403`);
-  t.match(await body(response), { code, message: String }, `${what}: ${code}`);
+  t.match(await readJson(response), { code, message: String }, `${what}: ${code}`);
   t.equal(sessionSetCookie(response), undefined, `${what}: no cookie`);
 }
 
@@ -33,7 +33,7 @@ t.test("from the trusted proxy", async (t) => {
     const { id, email } = await newUser(url, "edge");
     const response = await edgeSignIn(url, { "x-remote-email": ` ${email.toUpperCase()} `, "x-remote-user": "EDGE\\someone" });
     t.equal(response.status, 200);
-    t.match(await body(response), { user: { id, email } });
+    t.match(await readJson(response), { user: { id, email } });
     const cookie = sessionSetCookie(response);
     t.ok(cookie, "a session cookie");
     t.ok(cookie!.attributes.has("httponly"), "HttpOnly");
@@ -62,7 +62,7 @@ t.test("from the trusted proxy", async (t) => {
     ] as const) {
       const response = await edgeSignIn(url, headers);
       t.equal(response.status, 400, `${what}: 400`);
-      t.match(await body(response), { code: "EDGE_NO_IDENTITY" }, `${what}: code`);
+      t.match(await readJson(response), { code: "EDGE_NO_IDENTITY" }, `${what}: code`);
     }
   });
 });
@@ -75,7 +75,7 @@ t.test("provisioning on: an unknown user is created once", async (t) => {
   const email = uniqueEmail("edge-new");
   const response = await edgeSignIn(url, { "x-remote-email": email, "x-remote-user": "New Person" });
   t.equal(response.status, 200);
-  const { user } = await body(response);
+  const { user } = await readJson(response);
   const row = await db.selectFrom("user").selectAll().where("email", "=", email).executeTakeFirstOrThrow();
   t.equal(row.id, user.id, "the user row exists");
   t.equal(row.name, "New Person", "named after the asserted principal");
@@ -85,7 +85,7 @@ t.test("provisioning on: an unknown user is created once", async (t) => {
   t.same(await whoAmI(url, { cookie: `${SESSION_COOKIE}=${cookie.value}` }), { status: 200, id: user.id, via: "cookie" });
   const again = await edgeSignIn(url, { "x-remote-email": email });
   t.equal(again.status, 200, "signs in again");
-  t.equal((await body(again)).user.id, user.id, "as the same user");
+  t.equal((await readJson(again)).user.id, user.id, "as the same user");
   t.equal(await userCount(email), 1, "no duplicate");
 });
 
@@ -113,7 +113,7 @@ t.test("a shared secret: wrong or missing X-Edge-Secret is refused", async (t) =
   await refused(t, await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET.toUpperCase() }), "EDGE_UNTRUSTED", "different case");
   const accepted = await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET });
   t.equal(accepted.status, 200, "the right secret");
-  t.match(await body(accepted), { user: { id } });
+  t.match(await readJson(accepted), { user: { id } });
 });
 
 t.test("neither proxies nor a secret configured: refuses everyone", async (t) => {

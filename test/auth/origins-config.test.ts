@@ -1,7 +1,8 @@
 import t from "tap";
 import { ConfigError, loadConfig } from "../../src/config/env.js";
 import { startTestApp } from "../helpers/app.js";
-import { bare, body, cookieOf, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
+import { bare, cookieOf, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
+import { readJson } from "../helpers/client.js";
 
 // Only trusted origins may drive the auth API (and, through the same guard, any state change).
 
@@ -26,7 +27,7 @@ t.test("an untrusted Origin is refused with 403 INVALID_ORIGIN", async (t) => {
   for (const origin of ["https://evil.example", "http://a.example", "https://a.example:8443", "https://a.example.evil.example", "null"]) {
     const response = await signIn({ origin });
     t.equal(response.status, 403, `Origin ${origin}`);
-    t.match(await body(response), { code: "INVALID_ORIGIN", message: String }, `Origin ${origin}: code`);
+    t.match(await readJson(response), { code: "INVALID_ORIGIN", message: String }, `Origin ${origin}: code`);
     t.equal(sessionSetCookie(response), undefined, `Origin ${origin}: no cookie`);
   }
 });
@@ -40,7 +41,7 @@ t.test("no Origin and no cookie (a script): allowed", async (t) => {
 t.test("a cookie without Origin or Referer: 403", async (t) => {
   const response = await signIn({ cookie: cookieOf(user.client) });
   t.equal(response.status, 403);
-  t.match(await body(response), { code: "MISSING_ORIGIN" });
+  t.match(await readJson(response), { code: "MISSING_ORIGIN" });
   const signOut = await bare(url, "/api/auth/sign-out", { cookie: cookieOf(user.client) }, { method: "POST" });
   t.equal(signOut.status, 403, "sign-out as well");
   t.equal((await bare(url, "/api/me", { cookie: cookieOf(user.client) })).status, 200, "so the session is untouched");
@@ -54,7 +55,7 @@ t.test("a Referer from a trusted origin stands in for a missing Origin", async (
   t.equal(own.status, 200, "the app's own pages");
   const untrusted = await signIn({ cookie, referer: "https://evil.example/a.example" });
   t.equal(untrusted.status, 403, "untrusted Referer");
-  t.match(await body(untrusted), { code: "INVALID_ORIGIN" });
+  t.match(await readJson(untrusted), { code: "INVALID_ORIGIN" });
   const junk = await signIn({ cookie, referer: "not a url" });
   t.equal(junk.status, 403, "a Referer that is no URL");
 });
@@ -74,7 +75,7 @@ t.test("the same guard protects the JSON APIs: no cross-site token minting", asy
 t.test("any cookie counts as an ambient credential, not only the session cookie", async (t) => {
   const response = await signIn({ cookie: "unrelated=1" });
   t.equal(response.status, 403);
-  t.match(await body(response), { code: "MISSING_ORIGIN" });
+  t.match(await readJson(response), { code: "MISSING_ORIGIN" });
 });
 
 t.test("an https base URL: the __Secure- cookie, Secure, and it still resolves", async (t) => {
@@ -93,7 +94,7 @@ t.test("an https base URL: the __Secure- cookie, Secure, and it still resolves",
   const cookie = line!.split(";")[0]!;
   const me = await bare(appUrl, "/api/me", { cookie });
   t.equal(me.status, 200, "the resolver reads the prefixed cookie");
-  t.match(await body(me), { user: { id }, via: "cookie" });
+  t.match(await readJson(me), { user: { id }, via: "cookie" });
   t.equal((await bare(appUrl, "/api/me", { cookie: cookie.replace("__Secure-", "") })).status, 401, "the unprefixed name means nothing there");
 });
 

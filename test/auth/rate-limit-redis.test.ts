@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import t from "tap";
 import { startTestApp, TEST_SECRET } from "../helpers/app.js";
-import { TestClient } from "../helpers/client.js";
+import { readJson, TestClient } from "../helpers/client.js";
 import { openTestDatabase } from "../helpers/database.js";
-import { bare, bearer, body, cookieOf, mintToken, newUser, PASSWORD, randomClientIp, redisTest, whoAmI } from "../helpers/auth.js";
+import { bare, bearer, cookieOf, mintToken, newUser, PASSWORD, randomClientIp, redisTest, whoAmI } from "../helpers/auth.js";
 
 // Rate limiting per client address in production (memory, or Redis shared by instances), and
 // deactivation that applies at once with Redis as better-auth's secondary storage.
@@ -52,7 +52,7 @@ t.test("production, behind a proxy: one client ends in 429 with Retry-After; ano
   const retryAfter = limited.headers.get("retry-after");
   t.match(retryAfter, /^\d+$/, "with a standard Retry-After header");
   t.ok(Number(retryAfter) > 0 && Number(retryAfter) <= 60, `Retry-After within the window (${retryAfter})`);
-  t.match(await body(limited), { message: String }, "and a message");
+  t.match(await readJson(limited), { message: String }, "and a message");
 
   const rightPassword = await attempt(url, { ...fromA, origin: url }, PASSWORD);
   t.equal(rightPassword.status, 429, "even the right password waits (the limit is per address, before credentials)");
@@ -109,15 +109,15 @@ redisTest(t, "with Redis on, deactivation applies at once, everywhere", async (t
   const cookie = { cookie: cookieOf(user.client) };
 
   t.equal((await user.client.get("/api/me")).status, 200, "signed in");
-  t.match(await body(await bare(url, "/api/auth/get-session", cookie)), { user: { id: user.id } }, "better-auth sees the session");
+  t.match(await readJson(await bare(url, "/api/auth/get-session", cookie)), { user: { id: user.id } }, "better-auth sees the session");
   t.equal((await whoAmI(url, bearer(token))).status, 200, "the token works");
 
   const deactivate = await admin.client.post(`/api/admin/users/${user.id}/deactivate`);
   t.equal(deactivate.status, 200, "the admin deactivates the user");
   t.equal((await bare(url, "/api/me", cookie)).status, 401, "the very next request with the old cookie is anonymous");
-  t.equal(await body(await bare(url, "/api/auth/get-session", cookie)), null, "better-auth's own get-session: null");
+  t.equal(await readJson(await bare(url, "/api/auth/get-session", cookie)), null, "better-auth's own get-session: null");
   t.equal((await whoAmI(url, bearer(token))).status, 401, "the user's token: anonymous");
-  const listed = await body(await admin.client.get("/api/admin/users"));
+  const listed = await readJson(await admin.client.get("/api/admin/users"));
   t.ok(listed.users.find((u: { id: string }) => u.id === user.id).deactivatedAt, "listed as deactivated");
   const refused = await new TestClient(url).signIn(user.email);
   t.equal(refused.status, 403, "sign-in refused");
@@ -125,7 +125,7 @@ redisTest(t, "with Redis on, deactivation applies at once, everywhere", async (t
   t.equal((await admin.client.post(`/api/admin/users/${user.id}/reactivate`)).status, 200, "reactivated");
   const again = new TestClient(url);
   t.equal((await again.signIn(user.email)).status, 200, "the user can sign in again");
-  t.match(await body(await again.get("/api/me")), { user: { id: user.id }, via: "cookie" });
+  t.match(await readJson(await again.get("/api/me")), { user: { id: user.id }, via: "cookie" });
   t.equal((await bare(url, "/api/me", cookie)).status, 401, "the cookie from before stays dead");
   const rows = await sql<{ n: string }>`select count(*) as n from "session" where "userId" = ${user.id}`.execute(database.db);
   t.equal(Number(rows.rows[0]!.n), 1, "only the new session exists");

@@ -5,8 +5,8 @@ import { buildApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import type { DatabaseHandle } from "../../src/db/connect.js";
 import { freePort, startTestApp, TEST_SECRET } from "../helpers/app.js";
-import { TestClient } from "../helpers/client.js";
-import { afterSqlChange, bare, bearer, body, cookieOf, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
+import { readJson, TestClient } from "../helpers/client.js";
+import { afterSqlChange, bare, bearer, cookieOf, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
 
 // request.getSession() must give a handler what better-auth itself would, and must cost nothing
 // until asked, and one query when asked (any number of times).
@@ -31,8 +31,8 @@ function shapeRoutes(app: App) {
 const { url, database } = await startTestApp(t, { beforeListen: shapeRoutes });
 const db = database.db;
 
-const ours = async (headers: Record<string, string>) => (await body(await bare(url, "/test/ours", headers))).value;
-const theirs = async (headers: Record<string, string>) => (await body(await bare(url, "/test/theirs", headers))).value;
+const ours = async (headers: Record<string, string>) => (await readJson(await bare(url, "/test/ours", headers))).value;
+const theirs = async (headers: Record<string, string>) => (await readJson(await bare(url, "/test/theirs", headers))).value;
 const rowExpiry = async (userId: string) =>
   (await db.selectFrom("session").select("expiresAt").where("userId", "=", userId).executeTakeFirstOrThrow()).expiresAt;
 
@@ -65,12 +65,12 @@ t.test("an API-token caller: { user, session: null }, the same user", async (t) 
 
 t.test("fetchSession: the UI-safe session, or null", async (t) => {
   const { client, id, email } = await newUser(url, "ui-shape");
-  const ui = await body(await bare(url, "/test/fetch-session", { cookie: cookieOf(client) }));
+  const ui = await readJson(await bare(url, "/test/fetch-session", { cookie: cookieOf(client) }));
   t.strictSame(ui, { value: { user: { id, name: "ui-shape", email, isSiteAdmin: false } } });
-  t.strictSame(await body(await bare(url, "/test/fetch-session")), { value: null });
+  t.strictSame(await readJson(await bare(url, "/test/fetch-session")), { value: null });
   // The UI is for browsers: an API token (here an unscoped one) is no UI session.
   const token = await mintToken(client);
-  t.strictSame(await body(await bare(url, "/test/fetch-session", bearer(token))), { value: null }, "a token caller: null");
+  t.strictSame(await readJson(await bare(url, "/test/fetch-session", bearer(token))), { value: null }, "a token caller: null");
 });
 
 t.test("an expired session: both null", async (t) => {
@@ -109,7 +109,7 @@ t.test("a session due for refresh still resolves, is extended, and the response 
     (r) => sessionSetCookie(r) !== undefined,
   );
   t.equal(response.status, 200);
-  const refreshed = (await body(response)).value;
+  const refreshed = (await readJson(response)).value;
   t.ok(refreshed, "ours resolves");
   t.equal(refreshed.user.id, id);
   t.equal(refreshed.session.id, before.session.id, "the same session");
@@ -141,7 +141,7 @@ t.test("a rememberMe: false session (a day, never extended): the same as better-
   const headers = { cookie: client.cookieHeader };
   const response = await bare(url, "/test/ours", headers);
   t.equal(sessionSetCookie(response), undefined, "no refresh cookie");
-  const mine = (await body(response)).value;
+  const mine = (await readJson(response)).value;
   t.equal(mine.user.id, id);
   t.ok(new Date(mine.session.expiresAt).getTime() - Date.now() < DAY_MS + 60_000, "it lasts a day");
   t.strictSame(mine, await theirs(headers), "ours equals better-auth's");
@@ -178,7 +178,7 @@ t.test("laziness: no query until asked, one query however often asked", async (t
   const count = async (appUrl: string, path: string, headers: Record<string, string>) => {
     queries = [];
     const response = await bare(appUrl, path, headers);
-    const json = await body(response);
+    const json = await readJson(response);
     return { status: response.status, json, queries: queries.length };
   };
 

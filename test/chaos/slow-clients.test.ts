@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { ScriptedDevice, pair, signedIn } from "../host/helpers.js";
+import { connectedDevice } from "../host/helpers.js";
 import { sleep } from "./services.js";
 
 /**
@@ -104,12 +104,7 @@ t.test("event streams outlive every timeout", async (t) => {
   // fetch's connection pool reuses idle connections: with a 1 s keep-alive timeout, one the server is
   // closing that very moment now and then takes the next request. 5 s is still well under the wait.
   const { url } = await startTestApp(t, { env: { ...LIMITS, KEEP_ALIVE_TIMEOUT_MS: "5000" } });
-  const owner = await signedIn(url);
-  const { deviceId, token } = await pair(owner);
-  const device = new ScriptedDevice(url, deviceId, token);
-  t.equal((await device.hello()).status, 200);
-  await device.connect();
-  t.teardown(() => device.disconnect());
+  const { owner, deviceId, device } = await connectedDevice(t, url);
 
   const live = await fetch(`${url}/devices/events`, { headers: { cookie: owner.cookieHeader } });
   t.equal(live.status, 200, "the /devices live stream opens");

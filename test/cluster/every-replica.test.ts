@@ -12,10 +12,10 @@
 import t, { type Test } from "tap";
 import { startTestApp, type TestApp } from "../helpers/app.js";
 import { afterSqlChange, bearer, mintToken, newUser } from "../helpers/auth.js";
-import { TestClient } from "../helpers/client.js";
+import { readJson, TestClient } from "../helpers/client.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
-import { eventually, json, pair, ScriptedDevice } from "../host/helpers.js";
+import { eventually, pair, ScriptedDevice } from "../host/helpers.js";
 
 if (!TEST_DATABASE_URL) {
   t.plan(0, "replicas need a PostgreSQL server (PGlite is one process): run with TEST_DATABASE_URL=postgres://… (CI does)");
@@ -36,7 +36,7 @@ if (!TEST_DATABASE_URL) {
     replica === changedOn ? probe() : afterSqlChange(probe, settled);
   const status = async (response: Promise<Response>) => {
     const answered = await response;
-    return { status: answered.status, code: (await json(answered))?.code as string | undefined };
+    return { status: answered.status, code: (await readJson(answered))?.code as string | undefined };
   };
 
   /** An owner with a paired device whose stream is on `holder`, and an agent token to call it with. */
@@ -56,7 +56,7 @@ if (!TEST_DATABASE_URL) {
       }));
     const hello = (replica: TestApp) => status(new ScriptedDevice(replica.url, deviceId, deviceToken).hello());
     for (const replica of replicas) {
-      await eventually(async () => (await json(await fetch(`${replica.url}/api/host/devices/${deviceId}`, { headers: bearer(agentToken) }))).online === true, 10_000, "the device online on every replica");
+      await eventually(async () => (await readJson(await fetch(`${replica.url}/api/host/devices/${deviceId}`, { headers: bearer(agentToken) }))).online === true, 10_000, "the device online on every replica");
     }
     return { owner, deviceId, device, call, hello };
   };
@@ -89,7 +89,7 @@ if (!TEST_DATABASE_URL) {
   t.test("an API token revoked on one replica fails on every replica", async (t) => {
     const { owner, call } = await ownerWithDevice(t, "revoke-token", replicas[1]!);
     const changedOn = replicas[1]!;
-    const tokens = (await json(await sessionOn(owner.client, changedOn).get("/api/tokens"))).tokens as Array<{ id: string }>;
+    const tokens = (await readJson(await sessionOn(owner.client, changedOn).get("/api/tokens"))).tokens as Array<{ id: string }>;
     t.equal(tokens.length, 1);
     t.equal((await sessionOn(owner.client, changedOn).request("DELETE", `/api/tokens/${tokens[0]!.id}`)).status, 204);
     for (const replica of replicas) {

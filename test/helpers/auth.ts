@@ -9,12 +9,6 @@ import { IN_CI, TEST_DATABASE_URL, TEST_REDIS_URL } from "./database.js";
 export const SESSION_COOKIE = "better-auth.session_token";
 export const PASSWORD = "correct horse battery";
 
-/** A response's body as JSON (undefined when empty). */
-export async function body(response: Response): Promise<any> {
-  const text = await response.text();
-  return text ? JSON.parse(text) : undefined;
-}
-
 export interface User {
   client: TestClient;
   id: string;

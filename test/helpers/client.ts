@@ -1,3 +1,5 @@
+import { connect } from "node:net";
+
 /**
  * A tiny HTTP client with a cookie jar, speaking to a real server over loopback. By default it sends
  * the server's own origin, as a browser on that site would.
@@ -62,9 +64,29 @@ export class TestClient {
   }
 }
 
+/** A response's body as JSON (undefined when empty). */
+export async function readJson(response: Response): Promise<any> {
+  const text = await response.text();
+  return text ? JSON.parse(text) : undefined;
+}
+
 let counter = 0;
 /** A unique email per call, so tests never collide. */
 export function uniqueEmail(label = "user"): string {
   counter += 1;
   return `${label}-${process.pid}-${counter}-${Date.now().toString(36)}@example.com`;
+}
+
+/**
+ * The status line a raw HTTP/1.1 request to `url` gets: for bytes no fetch client would send (control
+ * characters in a header), to see what the server itself answers.
+ */
+export function rawStatusLine(url: string, head: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname === "localhost" ? "127.0.0.1" : hostname, () => socket.end(`${head}\r\nConnection: close\r\n\r\n`));
+    let received = "";
+    socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+    socket.on("error", reject).on("close", () => resolve(received.split("\r\n")[0] ?? ""));
+  });
 }

@@ -1,30 +1,23 @@
 import t from "tap";
-import { json, pair, ScriptedDevice, signedIn, startHostServer, eventually } from "./helpers.js";
+import { connectedDevice, eventually, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /** One server for the file; every test has its own owner and devices, so they stay apart. */
 t.test("calls through POST /api/host/calls", async (t) => {
   const server = await startHostServer(t);
 
-  const connected = async (name = "dev") => {
-    const owner = await signedIn(server.url);
-    const { deviceId, token } = await pair(owner, name);
-    const device = new ScriptedDevice(server.url, deviceId, token);
-    t.equal((await device.hello()).status, 200);
-    await device.connect();
-    t.teardown(() => device.disconnect());
-    return { owner, device, deviceId };
-  };
+  const connected = (name = "dev") => connectedDevice(t, server.url, name);
 
   t.test("a read tool returns its result; the device sees the call, input and mode", async (t) => {
     const { owner, device, deviceId } = await connected();
     device.serve((call) => ({ echo: call.input, tool: call.tool, mode: call.mode }));
     const response = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a.txt" } });
     t.equal(response.status, 200);
-    t.same(await json(response), { tool: "stat", class: "read", result: { echo: { path: "a.txt" }, tool: "stat", mode: "run" } });
+    t.same(await readJson(response), { tool: "stat", class: "read", result: { echo: { path: "a.txt" }, tool: "stat", mode: "run" } });
     const actionCall = await owner.post("/api/host/calls", { deviceId, tool: "open_path", input: { path: "a.txt" } });
-    t.match(await json(actionCall), { class: "action", result: { mode: "run" } });
+    t.match(await readJson(actionCall), { class: "action", result: { mode: "run" } });
 
-    const listed = await json(await owner.get("/api/host/devices"));
+    const listed = await readJson(await owner.get("/api/host/devices"));
     t.match(listed.devices[0], { id: deviceId, online: true, roots: ["/tmp/root"] });
     t.same(
       listed.devices[0].tools.map((tool: { name: string; class: string }) => [tool.name, tool.class]),
@@ -39,8 +32,8 @@ t.test("calls through POST /api/host/calls", async (t) => {
   t.test("an API token needs the host:call scope", async (t) => {
     const { owner, device, deviceId } = await connected();
     device.serve(() => ({ ok: 1 }));
-    const scoped = await json(await owner.post("/api/tokens", { name: "agent", scopes: ["host:call"] }));
-    const other = await json(await owner.post("/api/tokens", { name: "other", scopes: ["something:else"] }));
+    const scoped = await readJson(await owner.post("/api/tokens", { name: "agent", scopes: ["host:call"] }));
+    const other = await readJson(await owner.post("/api/tokens", { name: "other", scopes: ["something:else"] }));
     const call = (token: string) =>
       fetch(`${server.url}/api/host/calls`, {
         method: "POST",
@@ -50,7 +43,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.equal((await call(scoped.token)).status, 200);
     const refused = await call(other.token);
     t.equal(refused.status, 401);
-    t.equal((await json(refused)).code, "UNAUTHENTICATED");
+    t.equal((await readJson(refused)).code, "UNAUTHENTICATED");
     await server.app.tetherAudit.flush();
     const audit = await server.database.db.selectFrom("host_audit").select("actor").where("device_id", "=", deviceId).where("event", "=", "call").execute();
     t.same(audit, [{ actor: "token" }]);
@@ -61,10 +54,10 @@ t.test("calls through POST /api/host/calls", async (t) => {
     device.serve(() => ({ error: { code: "OUTSIDE_ROOTS", message: "/etc/passwd is outside the allowed roots" } }));
     const unknown = await owner.post("/api/host/calls", { deviceId, tool: "rm_rf", input: {} });
     t.equal(unknown.status, 400);
-    t.same(await json(unknown), { code: "UNKNOWN_TOOL", message: 'The device has no tool named "rm_rf"' });
+    t.same(await readJson(unknown), { code: "UNKNOWN_TOOL", message: 'The device has no tool named "rm_rf"' });
     const outside = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "/etc/passwd" } });
     t.equal(outside.status, 422);
-    t.same(await json(outside), { code: "OUTSIDE_ROOTS", message: "/etc/passwd is outside the allowed roots" });
+    t.same(await readJson(outside), { code: "OUTSIDE_ROOTS", message: "/etc/passwd is outside the allowed roots" });
   });
 
   t.test("an offline device is 409, someone else's device 404", async (t) => {
@@ -72,11 +65,11 @@ t.test("calls through POST /api/host/calls", async (t) => {
     const { deviceId } = await pair(owner);
     const offline = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: {} });
     t.equal(offline.status, 409);
-    t.same(await json(offline), { code: "DEVICE_OFFLINE", message: "The device is not connected" });
+    t.same(await readJson(offline), { code: "DEVICE_OFFLINE", message: "The device is not connected" });
     const stranger = await signedIn(server.url);
     const foreign = await stranger.post("/api/host/calls", { deviceId, tool: "stat", input: {} });
     t.equal(foreign.status, 404);
-    t.equal((await json(foreign)).code, "DEVICE_NOT_FOUND");
+    t.equal((await readJson(foreign)).code, "DEVICE_NOT_FOUND");
     const { deviceId: liveId } = await connected();
     const foreignLive = await stranger.post("/api/host/calls", { deviceId: liveId, tool: "stat", input: {} });
     t.equal(foreignLive.status, 404, "a connected device of someone else is not found either");
@@ -86,12 +79,12 @@ t.test("calls through POST /api/host/calls", async (t) => {
     const { owner, device, deviceId } = await connected();
     const response = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "." }, timeoutMs: 200 });
     t.equal(response.status, 504);
-    t.same(await json(response), { code: "DEVICE_TIMEOUT", message: "The device did not answer within 200 ms" });
+    t.same(await readJson(response), { code: "DEVICE_TIMEOUT", message: "The device did not answer within 200 ms" });
     const call = await device.nextCall();
     t.same(await device.next("cancel"), { id: call.id });
     const late = await device.postResult({ id: call.id, ok: true, result: {} });
     t.equal(late.status, 409, "a late answer is refused");
-    t.equal((await json(late)).code, "RESULT_ALREADY_RECEIVED");
+    t.equal((await readJson(late)).code, "RESULT_ALREADY_RECEIVED");
   });
 
   t.test("a caller that hangs up: the device is told to cancel", async (t) => {
@@ -119,8 +112,8 @@ t.test("calls through POST /api/host/calls", async (t) => {
     device.disconnect();
     const response = await pending;
     t.equal(response.status, 502);
-    t.same(await json(response), { code: "DEVICE_DISCONNECTED", message: "The device disconnected before answering" });
-    await eventually(async () => (await json(await owner.get("/api/host/devices"))).devices[0].online === false, 5000, "offline");
+    t.same(await readJson(response), { code: "DEVICE_DISCONNECTED", message: "The device disconnected before answering" });
+    await eventually(async () => (await readJson(await owner.get("/api/host/devices"))).devices[0].online === false, 5000, "offline");
   });
 
   t.test("results: only from the device the call went to, only once, only for real calls", async (t) => {
@@ -131,21 +124,21 @@ t.test("calls through POST /api/host/calls", async (t) => {
 
     const wrong = await intruder.postResult({ id: call.id, ok: true, result: { forged: true } });
     t.equal(wrong.status, 403);
-    t.same(await json(wrong), { code: "WRONG_DEVICE", message: "This call was sent to another device" });
+    t.same(await readJson(wrong), { code: "WRONG_DEVICE", message: "This call was sent to another device" });
 
     const right = await device.postResult({ id: call.id, ok: true, result: { size: 1 } });
     t.equal(right.status, 204);
-    t.same((await json(await pending)).result, { size: 1 }, "the forged result was not taken");
+    t.same((await readJson(await pending)).result, { size: 1 }, "the forged result was not taken");
 
     const replay = await device.postResult({ id: call.id, ok: true, result: { size: 2 } });
     t.equal(replay.status, 409);
-    t.equal((await json(replay)).code, "RESULT_ALREADY_RECEIVED");
+    t.equal((await readJson(replay)).code, "RESULT_ALREADY_RECEIVED");
     const wrongReplay = await intruder.postResult({ id: call.id, ok: true, result: {} });
     t.equal(wrongReplay.status, 403, "and still not from another device");
 
     const unknown = await device.postResult({ id: "00000000-0000-0000-0000-000000000000", ok: true, result: {} });
     t.equal(unknown.status, 404);
-    t.equal((await json(unknown)).code, "UNKNOWN_CALL");
+    t.equal((await readJson(unknown)).code, "UNKNOWN_CALL");
   });
 
   t.test("a newer stream replaces the older, which is closed", async (t) => {
@@ -156,8 +149,8 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.same(await device.next("close"), { reason: "replaced", message: "A newer connection of this device replaced this one" });
     newer.serve(() => ({ from: "newer" }));
     const response = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "." } });
-    t.same((await json(response)).result, { from: "newer" });
-    t.match((await json(await owner.get("/api/host/devices"))).devices[0], { online: true });
+    t.same((await readJson(response)).result, { from: "newer" });
+    t.match((await readJson(await owner.get("/api/host/devices"))).devices[0], { online: true });
   });
 
   t.test("concurrent calls to one device all come back to their own callers", async (t) => {
@@ -167,7 +160,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
       return { n: call.input.n };
     });
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { n } }).then(json)),
+      Array.from({ length: 20 }, (_, n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { n } }).then(readJson)),
     );
     t.same(responses.map((r) => r.result.n), Array.from({ length: 20 }, (_, n) => n));
   });

@@ -1,8 +1,8 @@
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
-import { uniqueEmail } from "../helpers/client.js";
+import { readJson, uniqueEmail } from "../helpers/client.js";
 import { browserClient, HTMX_HEADERS, textOf } from "../pages/support.js";
-import { eventually, json, protocolHeaders } from "./helpers.js";
+import { eventually, protocolHeaders } from "./helpers.js";
 
 /**
  * RFC 8628 device authorization over real HTTP, as tether-host speaks it (the executable itself is
@@ -14,7 +14,7 @@ const device = { client_id: "tether-host", device_name: "build-box", device_plat
 
 async function post(url: string, path: string, body: unknown): Promise<{ status: number; body: any; headers: Headers }> {
   const response = await fetch(url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: response.status, headers: response.headers, body: await json(response) };
+  return { status: response.status, headers: response.headers, body: await readJson(response) };
 }
 
 const askForCode = (url: string, body: unknown = device) => post(url, "/api/auth/device/code", body);
@@ -88,7 +88,7 @@ t.test("a device asks, the owner approves on /device, the device gets its own dt
     body: JSON.stringify({ tools: [], roots: ["/tmp"] }),
   });
   t.equal(hello.status, 200, "the credential is a device credential");
-  const devices = await json(await alice.get("/api/host/devices"));
+  const devices = await readJson(await alice.get("/api/host/devices"));
   t.match(devices, { devices: [{ id: credential.device_id, name: "build-box", platform: "linux-x64" }] });
 
   const reused = await alice.get(`/device?user_code=${user_code}`);
@@ -110,7 +110,7 @@ t.test("a denied request ends with access_denied; codes are refused for other cl
   let answer: any;
   await eventually(async () => (answer = (await poll(server.url, device_code)).body).error !== "slow_down", 10_000, "a verdict");
   t.match(answer, { error: "access_denied" });
-  t.same((await json(await bob.get("/api/host/devices"))).devices, [], "no device was made");
+  t.same((await readJson(await bob.get("/api/host/devices"))).devices, [], "no device was made");
 
   const unknown = await bob.get("/device?user_code=ZZZZ-ZZZZ");
   t.equal(unknown.status, 400);

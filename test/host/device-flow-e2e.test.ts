@@ -12,11 +12,11 @@ import { chromium } from "playwright-core";
 import type { Test } from "tap";
 import t from "tap";
 import { HOST_VERSION } from "../../src/device/version.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { IN_CI } from "../helpers/database.js";
 import { textOf } from "../pages/support.js";
 import { approvalPrompt, builtExecutable, startHost, type HostProcess } from "./executable.js";
-import { json, signedIn, startHostServer } from "./helpers.js";
+import { signedIn, startHostServer } from "./helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const PASSWORD = "correct horse battery";
@@ -83,11 +83,11 @@ if (!existsSync(CHROMIUM) && !IN_CI) {
     t.equal(host.stderr.filter((line) => /an update is available/.test(line)).length, 1, "said once");
 
     // The owner runs a call on the device just enrolled.
-    const { devices } = await json(await owner.get("/api/host/devices"));
+    const { devices } = await readJson(await owner.get("/api/host/devices"));
     t.match(devices, [{ name: "flow-box", online: true, agent: `tether-host/${HOST_VERSION}` }]);
     const called = await owner.post("/api/host/calls", { deviceId: devices[0].id, tool: "stat", input: { path: "notes.txt" } });
     t.equal(called.status, 200);
-    t.match((await json(called)).result, { type: "file", size: 6 });
+    t.match((await readJson(called)).result, { type: "file", size: 6 });
 
     await page.goto(`${app.url}/devices`);
     t.match(textOf(await page.locator("#devices-list").innerHTML()), `tether-host 99.0.0 is available (this device runs tether-host/${HOST_VERSION})`);
@@ -108,7 +108,7 @@ t.test("polling too fast gets slow_down; a denial ends the device with exit code
   t.match(textOf(await denied.text()), "Request denied");
   t.equal(await host.exited, 3);
   t.match(host.stderr.join("\n"), /denied on .*Start tether-host again/);
-  t.same((await json(await owner.get("/api/host/devices"))).devices, []);
+  t.same((await readJson(await owner.get("/api/host/devices"))).devices, []);
 });
 
 t.test("a code nobody approves expires: the device says so and exits 3", async (t) => {

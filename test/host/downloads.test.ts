@@ -16,7 +16,8 @@ import { DOWNLOADS_DIR, executablePath } from "../../scripts/build-host.js";
 import { HOST_VERSION } from "../../src/device/version.js";
 import { IN_CI } from "../helpers/database.js";
 import { builtExecutable } from "./executable.js";
-import { json, signedIn, startHostServer } from "./helpers.js";
+import { signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 const run = promisify(execFile);
 const QEMU = "/usr/bin/qemu-aarch64";
@@ -35,7 +36,7 @@ const native = `${process.platform === "win32" ? "win" : process.platform}-${pro
 
 t.test("the server offers each built executable, byte-identical, with its sha256", async (t) => {
   const app = await startHostServer(t, { env: { DOWNLOADS_DIR } });
-  const listing = await json(await fetch(`${app.url}/api/host/downloads`));
+  const listing = await readJson(await fetch(`${app.url}/api/host/downloads`));
   t.equal(listing.version, HOST_VERSION);
   const platforms = listing.downloads.map((download: { platform: string }) => download.platform);
   t.ok(platforms.includes(native) && platforms.includes("linux-arm64"), `offers ${native} and linux-arm64 (got ${platforms.join(", ")})`);
@@ -59,7 +60,7 @@ t.test("the server offers each built executable, byte-identical, with its sha256
   for (const bad of ["manifest.json", "..%2Fpackage.json", "tether-host-linux-mips", "x".repeat(200)]) {
     const response = await fetch(`${app.url}/downloads/${bad}`);
     t.ok([400, 404, 414].includes(response.status), `${bad.slice(0, 30)}: ${response.status}`);
-    t.match(await json(response), { code: String, message: String });
+    t.match(await readJson(response), { code: String, message: String });
   }
 
   // The page lists them with their hashes.

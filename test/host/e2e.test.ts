@@ -5,7 +5,8 @@ import path from "node:path";
 import t from "tap";
 import { openTestDatabase } from "../helpers/database.js";
 import { builtExecutable, startHost as startExecutable } from "./executable.js";
-import { eventually, json, signedIn, startHostServer } from "./helpers.js";
+import { eventually, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /**
  * The real thing: the single executable built from bin/host.ts (reused when newer than its sources),
@@ -29,7 +30,7 @@ t.test("the device executable end to end", async (t) => {
   t.teardown(() => database.close());
   let server = await startHostServer(t, { database });
   const owner = await signedIn(server.url);
-  const { code } = await json(await owner.post("/api/host/pairing-codes"));
+  const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
 
   const host = startHost({ TETHER_SERVER_URL: server.url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "e2e-box" }, work);
   t.teardown(() => {
@@ -43,7 +44,7 @@ t.test("the device executable end to end", async (t) => {
   const stored = JSON.parse(await readFile(credentialFile, "utf8"));
   t.match(stored.servers[server.url], { deviceId: String, token: /^dt_/, name: "e2e-box" });
 
-  const listing = await json(await owner.get("/api/host/devices"));
+  const listing = await readJson(await owner.get("/api/host/devices"));
   t.equal(listing.devices.length, 1);
   const device = listing.devices[0];
   t.match(device, { name: "e2e-box", platform: `${process.platform}-${process.arch}`, online: true, roots: [root] });
@@ -52,7 +53,7 @@ t.test("the device executable end to end", async (t) => {
 
   const call = async (tool: string, input: Record<string, unknown>) => {
     const response = await owner.post("/api/host/calls", { deviceId: device.id, tool, input });
-    return { status: response.status, body: await json(response) };
+    return { status: response.status, body: await readJson(response) };
   };
 
   await t.test("read, list, grep and stat", async (t) => {
@@ -80,7 +81,7 @@ t.test("the device executable end to end", async (t) => {
     t.equal(await readFile(path.join(root, "src", "main.ts"), "utf8"), "export const answer = 41;\n// TODO: fix the answer\n", "planning left the file alone");
     const approved = await owner.post("/api/host/approve", { proposalId: proposed.body.proposalId });
     t.equal(approved.status, 200);
-    t.match(await json(approved), { status: "applied" });
+    t.match(await readJson(approved), { status: "applied" });
     t.equal(await readFile(path.join(root, "src", "main.ts"), "utf8"), "export const answer = 42;\n// TODO: fix the answer\n");
   });
 
@@ -89,7 +90,7 @@ t.test("the device executable end to end", async (t) => {
     t.equal(proposed.status, 202);
     t.match(proposed.body.diff, /-unchanged\n\+overwritten/);
     const rejected = await owner.post("/api/host/reject", { proposalId: proposed.body.proposalId });
-    t.match(await json(rejected), { status: "rejected" });
+    t.match(await readJson(rejected), { status: "rejected" });
     t.equal(await readFile(path.join(root, "keep.txt"), "utf8"), "unchanged\n");
   });
 
@@ -100,10 +101,10 @@ t.test("the device executable end to end", async (t) => {
     await writeFile(path.join(root, "draft.txt"), "edited meanwhile\n");
     const approved = await owner.post("/api/host/approve", { proposalId: proposed.body.proposalId });
     t.equal(approved.status, 422);
-    t.match(await json(approved), { code: "FILE_CHANGED" });
+    t.match(await readJson(approved), { code: "FILE_CHANGED" });
     t.equal(await readFile(path.join(root, "draft.txt"), "utf8"), "edited meanwhile\n", "the newer content survives");
     await rm(path.join(root, "draft.txt"));
-    const after = await json(await owner.get(`/api/host/proposals/${proposed.body.proposalId}`));
+    const after = await readJson(await owner.get(`/api/host/proposals/${proposed.body.proposalId}`));
     t.match(after, { status: "failed" });
   });
 
@@ -112,7 +113,7 @@ t.test("the device executable end to end", async (t) => {
     await server.close();
     await host.waitFor(/disconnected from .*reconnecting in/);
     server = await startHostServer(outer, { port, database });
-    await eventually(async () => (await json(await owner.get("/api/host/devices"))).devices[0]?.online === true, 40_000, "the device back online");
+    await eventually(async () => (await readJson(await owner.get("/api/host/devices"))).devices[0]?.online === true, 40_000, "the device back online");
     const info = await call("stat", { path: "README.md" });
     t.equal(info.status, 200);
     t.match(info.body.result, { type: "file" });
@@ -126,7 +127,7 @@ t.test("the device executable end to end", async (t) => {
   });
 
   await t.test("a second start reuses its credential; SIGTERM stops it with exit 0", async (t) => {
-    const { code: second } = await json(await owner.post("/api/host/pairing-codes"));
+    const { code: second } = await readJson(await owner.post("/api/host/pairing-codes"));
     const env = { TETHER_SERVER_URL: server.url, TETHER_ROOTS: root, TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "again" };
     const first = startHost({ ...env, TETHER_PAIRING_CODE: second }, work);
     await first.waitFor(/connected to/);

@@ -3,7 +3,7 @@ import type { DatabaseHandle } from "../../src/db/connect.js";
 import { readEventStream, type SseMessage } from "../../src/device/sse.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type AnnouncedTool, type ResultBody } from "../../src/protocol/index.js";
 import { freePort, startTestApp, type TestApp } from "../helpers/app.js";
-import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 
 /**
  * Like `startTestApp`, with a port and database the caller may choose, so a test can stop the server
@@ -23,16 +23,11 @@ export async function signedIn(url: string): Promise<TestClient & { userId: stri
 
 export const protocolHeaders = { [PROTOCOL_HEADER]: String(PROTOCOL_VERSION) };
 
-export async function json(response: Response): Promise<any> {
-  const text = await response.text();
-  return text ? JSON.parse(text) : undefined;
-}
-
 /** Mints a pairing code as `owner` and enrolls with it: a new device's id and token. */
 export async function pair(owner: TestClient, name = "test-device"): Promise<{ deviceId: string; token: string }> {
   const minted = await owner.post("/api/host/pairing-codes");
   if (minted.status !== 201) throw new Error(`pairing code: ${minted.status} ${await minted.text()}`);
-  const { code } = await json(minted);
+  const { code } = await readJson(minted);
   return enroll(owner.baseURL, code, name);
 }
 
@@ -43,7 +38,7 @@ export async function enroll(url: string, code: string, name = "test-device"): P
     body: JSON.stringify({ code, name, platform: "test" }),
   });
   if (response.status !== 201) throw new Error(`enroll: ${response.status} ${await response.text()}`);
-  return json(response);
+  return readJson(response);
 }
 
 export const statTool: AnnouncedTool = {
@@ -184,12 +179,16 @@ export async function eventually(predicate: () => boolean | Promise<boolean>, ti
   }
 }
 
-/** A signed-in owner with a paired device that has said hello and holds its stream open (closed at the end of `t`). */
-export async function connectedDevice(t: Test, url: string): Promise<{ owner: TestClient & { userId: string }; deviceId: string; device: ScriptedDevice }> {
+/**
+ * A signed-in owner with a paired device (named `name`) that has said hello and holds its stream open
+ * (closed at the end of `t`): the one set-up for tests about a connected device.
+ */
+export async function connectedDevice(t: Test, url: string, name = "test-device"): Promise<{ owner: TestClient & { userId: string }; deviceId: string; device: ScriptedDevice }> {
   const owner = await signedIn(url);
-  const { deviceId, token } = await pair(owner);
+  const { deviceId, token } = await pair(owner, name);
   const device = new ScriptedDevice(url, deviceId, token);
-  await device.hello();
+  const hello = await device.hello();
+  if (hello.status !== 200) throw new Error(`hello: ${hello.status} ${await hello.text()}`);
   await device.connect();
   t.teardown(() => device.disconnect());
   return { owner, deviceId, device };

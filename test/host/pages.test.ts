@@ -1,7 +1,8 @@
 import t from "tap";
 import { readEventStream } from "../../src/device/sse.js";
 import { diffLines, formFields, readForm } from "../../src/web/schema-form.js";
-import { connectedDevice, json, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { connectedDevice, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n keep\n-<b>old</b>\n+new\n";
 
@@ -47,7 +48,7 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
     headers: { "content-type": "application/json", "tether-protocol": "1" },
     body: JSON.stringify({ code, name: "<script>alert(1)</script>", platform: "linux-x64" }),
   });
-  const { deviceId, token } = await json(enrolled);
+  const { deviceId, token } = await readJson(enrolled);
   const device = new ScriptedDevice(server.url, deviceId, token);
   await device.hello();
   await device.connect();
@@ -114,7 +115,7 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
   const stranger = await signedIn(server.url);
   t.equal((await stranger.get(`/devices/${deviceId}/tools/stat`)).status, 404);
   t.equal((await stranger.request("POST", `/devices/proposals/${proposalId}/reject`, { form: {}, headers: { "hx-request": "true" } })).status, 404);
-  const { token: apiToken } = await json(await owner.post("/api/tokens", { name: "t", scopes: ["host:call"] }));
+  const { token: apiToken } = await readJson(await owner.post("/api/tokens", { name: "t", scopes: ["host:call"] }));
   const byToken = await fetch(`${server.url}/devices/pair`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" } });
   t.equal(byToken.status, 302, "pages are for browsers: a token is sent to sign in");
   t.equal(byToken.headers.get("location"), "/login");
@@ -169,7 +170,7 @@ t.test("the page answers a refusal with the API's status, not a blanket 409", as
 
   const api = await owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: "a" } });
   t.equal(api.status, 429, "the API says busy");
-  t.equal((await json(api)).code, "DEVICE_BUSY");
+  t.equal((await readJson(api)).code, "DEVICE_BUSY");
   const page = await owner.request("POST", `/devices/${deviceId}/tools/stat`, { form: { "arg.path": "a" }, headers: { "hx-request": "true" } });
   t.equal(page.status, 429, "the page says busy too");
   t.match(await page.text(), /DEVICE_BUSY/);

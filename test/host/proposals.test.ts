@@ -1,5 +1,6 @@
 import t from "tap";
-import { connectedDevice, json, signedIn, startHostServer } from "./helpers.js";
+import { connectedDevice, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n";
 
@@ -24,7 +25,7 @@ t.test("proposals", async (t) => {
     const propose = async (input: Record<string, unknown> = { path: "notes.txt", content: "new\n" }) => {
       const response = await owner.post("/api/host/calls", { deviceId, tool: "write_file", input });
       t.equal(response.status, 202);
-      return json(response);
+      return readJson(response);
     };
     return { owner, device, deviceId, applied, propose };
   };
@@ -35,18 +36,18 @@ t.test("proposals", async (t) => {
     t.match(proposal, { proposalId: String, tool: "write_file", diff: DIFF, summary: "write notes.txt" });
     t.equal(applied.length, 0, "planning touches nothing");
 
-    const pending = await json(await owner.get("/api/host/proposals"));
+    const pending = await readJson(await owner.get("/api/host/proposals"));
     t.match(pending.proposals, [{ id: proposal.proposalId, status: "pending", diff: DIFF, input: { path: "notes.txt", content: "new\n" } }]);
 
     const approved = await owner.post("/api/host/approve", { proposalId: proposal.proposalId });
     t.equal(approved.status, 200);
-    t.same(await json(approved), { proposalId: proposal.proposalId, status: "applied", result: { written: "notes.txt" } });
+    t.same(await readJson(approved), { proposalId: proposal.proposalId, status: "applied", result: { written: "notes.txt" } });
     t.same(applied, [{ path: "notes.txt", content: "new\n" }]);
-    t.same((await json(await owner.get("/api/host/proposals"))).proposals, [], "no longer pending");
+    t.same((await readJson(await owner.get("/api/host/proposals"))).proposals, [], "no longer pending");
 
     const again = await owner.post("/api/host/approve", { proposalId: proposal.proposalId });
     t.equal(again.status, 409);
-    t.same(await json(again), { code: "ALREADY_DECIDED", message: "This proposal was already decided (applied)" });
+    t.same(await readJson(again), { code: "ALREADY_DECIDED", message: "This proposal was already decided (applied)" });
 
     await server.app.tetherAudit.flush();
     const trail = await db.selectFrom("host_audit").select(["event", "outcome"]).where("proposal_id", "=", proposal.proposalId).orderBy("id").execute();
@@ -60,7 +61,7 @@ t.test("proposals", async (t) => {
     const statuses = responses.map((r) => r.status).sort();
     t.same(statuses, [200, 409, 409, 409, 409]);
     for (const response of responses) {
-      if (response.status === 409) t.equal((await json(response)).code, "ALREADY_DECIDED");
+      if (response.status === 409) t.equal((await readJson(response)).code, "ALREADY_DECIDED");
     }
     t.equal(applied.length, 1, "applied exactly once");
   });
@@ -70,7 +71,7 @@ t.test("proposals", async (t) => {
     const { proposalId } = await propose({ path: "notes.txt", content: "safe\n" });
     const altered = await owner.post("/api/host/approve", { proposalId, input: { path: "notes.txt", content: "evil\n" } });
     t.equal(altered.status, 400);
-    t.match(await json(altered), { code: "INVALID_INPUT", message: /input/ });
+    t.match(await readJson(altered), { code: "INVALID_INPUT", message: /input/ });
     t.equal(applied.length, 0);
     t.equal((await owner.post("/api/host/approve", { proposalId })).status, 200);
     t.same(applied, [{ path: "notes.txt", content: "safe\n" }], "the stored input is what was applied");
@@ -81,10 +82,10 @@ t.test("proposals", async (t) => {
     const { proposalId } = await propose();
     const rejected = await owner.post("/api/host/reject", { proposalId });
     t.equal(rejected.status, 200);
-    t.same(await json(rejected), { proposalId, status: "rejected" });
+    t.same(await readJson(rejected), { proposalId, status: "rejected" });
     const approve = await owner.post("/api/host/approve", { proposalId });
     t.equal(approve.status, 409);
-    t.same(await json(approve), { code: "ALREADY_DECIDED", message: "This proposal was already decided (rejected)" });
+    t.same(await readJson(approve), { code: "ALREADY_DECIDED", message: "This proposal was already decided (rejected)" });
     t.equal((await owner.post("/api/host/reject", { proposalId })).status, 409);
     t.equal(applied.length, 0);
   });
@@ -95,7 +96,7 @@ t.test("proposals", async (t) => {
     await db.updateTable("host_proposal").set({ expires_at: new Date(Date.now() - 1000) }).where("id", "=", proposalId).execute();
     const response = await owner.post("/api/host/approve", { proposalId });
     t.equal(response.status, 409);
-    t.same(await json(response), { code: "PROPOSAL_EXPIRED", message: "This proposal expired; run the tool again for a fresh diff" });
+    t.same(await readJson(response), { code: "PROPOSAL_EXPIRED", message: "This proposal expired; run the tool again for a fresh diff" });
     const row = await db.selectFrom("host_proposal").select("status").where("id", "=", proposalId).executeTakeFirstOrThrow();
     t.equal(row.status, "expired");
     t.equal(applied.length, 0);
@@ -106,7 +107,7 @@ t.test("proposals", async (t) => {
     const { proposalId } = await propose({ path: "changed.txt", content: "x" });
     const response = await owner.post("/api/host/approve", { proposalId });
     t.equal(response.status, 422);
-    t.same(await json(response), { code: "FILE_CHANGED", message: "changed.txt changed since the proposal" });
+    t.same(await readJson(response), { code: "FILE_CHANGED", message: "changed.txt changed since the proposal" });
     const row = await db.selectFrom("host_proposal").selectAll().where("id", "=", proposalId).executeTakeFirstOrThrow();
     t.match(row, { status: "failed", error_code: "FILE_CHANGED" });
   });
@@ -118,7 +119,7 @@ t.test("proposals", async (t) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const response = await owner.post("/api/host/approve", { proposalId });
     t.equal(response.status, 409);
-    t.equal((await json(response)).code, "DEVICE_OFFLINE");
+    t.equal((await readJson(response)).code, "DEVICE_OFFLINE");
     const row = await db.selectFrom("host_proposal").select("status").where("id", "=", proposalId).executeTakeFirstOrThrow();
     t.equal(row.status, "pending");
   });
@@ -126,18 +127,18 @@ t.test("proposals", async (t) => {
   t.test("only the owner's browser session decides: not a token, not another user", async (t) => {
     const { owner, applied, propose } = await connected();
     const { proposalId } = await propose();
-    const { token } = await json(await owner.post("/api/tokens", { name: "agent", scopes: ["host:call"] }));
+    const { token } = await readJson(await owner.post("/api/tokens", { name: "agent", scopes: ["host:call"] }));
     const byToken = await fetch(`${server.url}/api/host/approve`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ proposalId }),
     });
     t.equal(byToken.status, 403);
-    t.equal((await json(byToken)).code, "COOKIE_SESSION_REQUIRED");
+    t.equal((await readJson(byToken)).code, "COOKIE_SESSION_REQUIRED");
     const stranger = await signedIn(server.url);
     const foreign = await stranger.post("/api/host/approve", { proposalId });
     t.equal(foreign.status, 404);
-    t.equal((await json(foreign)).code, "PROPOSAL_NOT_FOUND");
+    t.equal((await readJson(foreign)).code, "PROPOSAL_NOT_FOUND");
     t.equal((await stranger.post("/api/host/reject", { proposalId })).status, 404);
     t.equal(applied.length, 0);
   });
@@ -147,7 +148,7 @@ t.test("proposals", async (t) => {
     device.serve(() => ({ nothing: true }));
     const response = await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "x", content: "" } });
     t.equal(response.status, 502);
-    t.equal((await json(response)).code, "NOT_A_PROPOSAL");
+    t.equal((await readJson(response)).code, "NOT_A_PROPOSAL");
     t.equal((await db.selectFrom("host_proposal").select("id").where("device_id", "=", deviceId).execute()).length, 0);
   });
 });

@@ -12,7 +12,8 @@ import t from "tap";
 import { freePort } from "../helpers/app.js";
 import { IN_CI } from "../helpers/database.js";
 import { approvalPrompt, builtExecutable, startHost } from "./executable.js";
-import { eventually, json, signedIn, startHostServer } from "./helpers.js";
+import { eventually, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 const TINYPROXY = "/usr/bin/tinyproxy";
 
@@ -54,10 +55,10 @@ if (!existsSync(TINYPROXY) && !IN_CI) {
     t.equal((await owner.request("POST", "/device/approve", { form: { user_code: userCode } })).status, 200);
     await host.waitFor(/connected to .* as "proxied-box"/, 30_000);
 
-    const { devices } = await json(await owner.get("/api/host/devices"));
+    const { devices } = await readJson(await owner.get("/api/host/devices"));
     const called = await owner.post("/api/host/calls", { deviceId: devices[0].id, tool: "read_file", input: { path: "notes.txt" } });
     t.equal(called.status, 200);
-    t.match((await json(called)).result, { content: /through the proxy/ });
+    t.match((await readJson(called)).result, { content: /through the proxy/ });
 
     await eventually(async () => (await logged()).includes(`POST ${serverPath("/api/host/result")}`), 10_000, "the result in the proxy's log");
     const log = await logged();
@@ -69,7 +70,7 @@ if (!existsSync(TINYPROXY) && !IN_CI) {
     t.match(log, new RegExp(`POST ${serverPath("/api/host/result/").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[^ ]+ HTTP/1\\.1`), "the proxy carried POST /api/host/result/<call id>");
 
     // NO_PROXY: the same set-up, but this server is excluded, so the proxy sees nothing of it.
-    const code = (await json(await owner.post("/api/host/pairing-codes"))).code;
+    const code = (await readJson(await owner.post("/api/host/pairing-codes"))).code;
     const before = (await logged()).split("\n").filter((line) => line.includes("/api/host/enroll")).length;
     const direct = startHost(executable, { ...env, NO_PROXY: "localhost", TETHER_PAIRING_CODE: code, TETHER_CONFIG_DIR: path.join(work, "config-b"), TETHER_DEVICE_NAME: "direct-box" }, work);
     t.teardown(() => {

@@ -12,7 +12,8 @@ import t, { type Test } from "tap";
 import { runHost } from "../../src/device/host.js";
 import { MAX_RESULT_BATCH_BYTES, MAX_RESULT_BATCH_ITEMS, type ResultBody } from "../../src/protocol/index.js";
 import { builtinTools, defineLocalTool, type LocalTool } from "../../src/tools/index.js";
-import { connectedDevice, eventually, json, signedIn, startHostServer, type ScriptedDevice } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
+import { connectedDevice, eventually, signedIn, startHostServer, type ScriptedDevice } from "./helpers.js";
 
 const postBatch = (device: ScriptedDevice, body: unknown) =>
   fetch(`${device.url}/api/host/results`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: typeof body === "string" ? body : JSON.stringify(body) });
@@ -22,7 +23,7 @@ t.test("a batch settles each waiting call with its own result, and lists what it
   const { owner, deviceId, device } = await connectedDevice(t, server.url);
   const other = await connectedDevice(t, server.url);
 
-  const waiting = [0, 1, 2].map((n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: String(n) } }).then(json));
+  const waiting = [0, 1, 2].map((n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { path: String(n) } }).then(readJson));
   const calls = [await device.nextCall(), await device.nextCall(), await device.nextCall()];
   const foreign = other.owner.post("/api/host/calls", { deviceId: other.deviceId, tool: "stat", input: { path: "x" } });
   const foreignCall = await other.device.nextCall();
@@ -32,17 +33,17 @@ t.test("a batch settles each waiting call with its own result, and lists what it
   results.push({ id: foreignCall.id, ok: true, result: "not yours" });
   const response = await postBatch(device, { results });
   t.equal(response.status, 200);
-  t.same((await json(response)).refused, [
+  t.same((await readJson(response)).refused, [
     { id: "no-such-call", code: "UNKNOWN_CALL" },
     { id: foreignCall.id, code: "WRONG_DEVICE" },
   ]);
   t.same((await Promise.all(waiting)).map((reply) => reply.result.path), ["0", "1", "2"], "each caller got its own result");
 
   const again = await postBatch(device, { results: [results[0]] });
-  t.same((await json(again)).refused, [{ id: calls[0]!.id, code: "RESULT_ALREADY_RECEIVED" }], "a result is taken once");
+  t.same((await readJson(again)).refused, [{ id: calls[0]!.id, code: "RESULT_ALREADY_RECEIVED" }], "a result is taken once");
 
   t.equal((await other.device.postResult({ id: foreignCall.id, ok: false, error: { code: "E", message: "failed" } })).status, 204);
-  t.match(await json(await foreign), { code: "E" }, "the other device's call was untouched by the refused result");
+  t.match(await readJson(await foreign), { code: "E" }, "the other device's call was untouched by the refused result");
 });
 
 t.test("a bad batch is a clear 4xx, never a 500", async (t) => {
@@ -61,7 +62,7 @@ t.test("a bad batch is a clear 4xx, never a 500", async (t) => {
   for (const [what, body, status, code] of cases) {
     const response = await postBatch(device, body);
     t.equal(response.status, status, what);
-    const reply = await json(response);
+    const reply = await readJson(response);
     t.type(reply.message, "string", `${what}: a message`);
     if (code) t.equal(reply.code, code, what);
   }
@@ -70,22 +71,22 @@ t.test("a bad batch is a clear 4xx, never a 500", async (t) => {
 });
 
 /** The device runtime in this process, paired with a new owner on a new server; requests counted by path. */
-async function runtimeDevice(t: Test, tools: readonly LocalTool[], dir: string) {
+async function runtimeDevice(t: Test, tools: readonly LocalTool[], dir: string, concurrency = 16) {
   const server = await startHostServer(t);
   const requests: string[] = [];
   server.app.server.on("request", (request: IncomingMessage) => requests.push(request.url ?? ""));
   const owner = await signedIn(server.url);
-  const minted = await json(await owner.post("/api/host/pairing-codes"));
+  const minted = await readJson(await owner.post("/api/host/pairing-codes"));
   const stop = new AbortController();
   const lines: string[] = [];
-  const running = runHost({ server: server.url, tools, roots: [dir], configDir: path.join(dir, ".cfg"), pairingCode: minted.code, handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
+  const running = runHost({ server: server.url, tools, concurrency, roots: [dir], configDir: path.join(dir, ".cfg"), pairingCode: minted.code, handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
   t.teardown(async () => {
     stop.abort();
     await running;
   });
   await eventually(() => lines.some((line) => line.includes("connected to")), 15_000, "the device to connect");
-  const deviceId = (await json(await owner.get("/api/host/devices"))).devices[0].id as string;
-  const call = (tool: string, input: unknown) => owner.post("/api/host/calls", { deviceId, tool, input }).then(async (response) => ({ status: response.status, body: await json(response) }));
+  const deviceId = (await readJson(await owner.get("/api/host/devices"))).devices[0].id as string;
+  const call = (tool: string, input: unknown) => owner.post("/api/host/calls", { deviceId, tool, input }).then(async (response) => ({ status: response.status, body: await readJson(response) }));
   return { requests, call };
 }
 

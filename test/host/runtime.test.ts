@@ -9,7 +9,8 @@ import { backoffDelay, ExitCode, runHost } from "../../src/device/host.js";
 import { HOST_VERSION } from "../../src/device/version.js";
 import { builtinTools, defineLocalTool, defineShellTool } from "../../src/tools/index.js";
 import { freePort } from "../helpers/app.js";
-import { eventually, json, signedIn, startHostServer } from "./helpers.js";
+import { eventually, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /** The device runtime in this process (the executable's own test is e2e.test.ts). */
 
@@ -90,7 +91,7 @@ t.test("consumer tools next to the built-ins; calls run concurrently up to the l
   await writeFile(path.join(dir, "model.ifc"), "ISO-10303-21;\n");
   const server = await startHostServer(t);
   const owner = await signedIn(server.url);
-  const { code } = await json(await owner.post("/api/host/pairing-codes"));
+  const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
 
   let running = 0;
   let peak = 0;
@@ -143,12 +144,12 @@ t.test("consumer tools next to the built-ins; calls run concurrently up to the l
   const deviceId = credential!.deviceId;
 
   const calls = await Promise.all(
-    Array.from({ length: 6 }, (_, n) => owner.post("/api/host/calls", { deviceId, tool: "slow_echo", input: { ms: 50, n } }).then(json)),
+    Array.from({ length: 6 }, (_, n) => owner.post("/api/host/calls", { deviceId, tool: "slow_echo", input: { ms: 50, n } }).then(readJson)),
   );
   t.same(calls.map((c) => c.result.n), [0, 1, 2, 3, 4, 5]);
   t.equal(peak, 2, "never more than 2 at once");
 
-  const converted = await json(await owner.post("/api/host/calls", { deviceId, tool: "convert_ifc", input: { file: "model.ifc" } }));
+  const converted = await readJson(await owner.post("/api/host/calls", { deviceId, tool: "convert_ifc", input: { file: "model.ifc" } }));
   t.match(converted, { class: "action", result: { exitCode: 0 } });
   t.match(JSON.stringify(converted.result), /14/);
 

@@ -1,5 +1,6 @@
 import t from "tap";
-import { json, pair, protocolHeaders, signedIn, startHostServer } from "./helpers.js";
+import { pair, protocolHeaders, signedIn, startHostServer } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /** Bad input to every host endpoint: a clear 4xx with `{ code, message }`, never a 500. */
 t.test("bad input to every endpoint is a clear 4xx", async (t) => {
@@ -75,7 +76,7 @@ t.test("bad input to every endpoint is a clear 4xx", async (t) => {
 
   for (const [label, method, path, payload, headers, status, code] of cases) {
     const response = await fetch(server.url + path, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
-    const answer = await json(response).catch(() => undefined);
+    const answer = await readJson(response).catch(() => undefined);
     t.equal(response.status, status, `${label}: ${status}`);
     t.ok(answer && typeof answer.code === "string" && typeof answer.message === "string" && answer.message.length > 0, `${label}: { code, message }`);
     if (code) t.equal(answer?.code, code, `${label}: ${code}`);

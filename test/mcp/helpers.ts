@@ -5,9 +5,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Test } from "tap";
-import type { TestClient } from "../helpers/client.js";
 import { startHost, type HostProcess } from "../host/executable.js";
-import { json, signedIn, startHostServer } from "../host/helpers.js";
+import { signedIn, startHostServer } from "../host/helpers.js";
+import { mintToken } from "../helpers/auth.js";
+import { readJson, type TestClient } from "../helpers/client.js";
 
 export interface McpWorld {
   url: string;
@@ -32,22 +33,16 @@ export async function mcpWorld(t: Test, executable: string, deviceName = "mcp-bo
 
   const app = await startHostServer(t);
   const owner = await signedIn(app.url);
-  const { code } = await json(await owner.post("/api/host/pairing-codes"));
+  const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
   const env = { TETHER_SERVER_URL: app.url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: deviceName };
   const host = startHost(executable, env, work);
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");
   });
   await host.waitFor(/connected to .* as "/);
-  const devices = (await json(await owner.get("/api/host/devices"))).devices as { id: string; name: string }[];
-  const token = await mintToken(owner, ["host:call"]);
+  const devices = (await readJson(await owner.get("/api/host/devices"))).devices as { id: string; name: string }[];
+  const token = await mintToken(owner, { name: "mcp", scopes: ["host:call"] });
   return { url: app.url, owner, root, device: devices[0]!, host, token, app };
-}
-
-export async function mintToken(owner: TestClient, scopes: string[]): Promise<string> {
-  const response = await owner.post("/api/tokens", { name: `mcp ${scopes.join(" ")}`, scopes });
-  if (response.status !== 201) throw new Error(`token: ${response.status} ${await response.text()}`);
-  return (await json(response)).token;
 }
 
 /** The official SDK client over Streamable HTTP, with a bearer token; closed at the end of `t`. */

@@ -3,8 +3,10 @@ import path from "node:path";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import t from "tap";
 import { builtExecutable } from "../host/executable.js";
-import { assertFencedOnce, eventually, json, signedIn } from "../host/helpers.js";
-import { connectClient, mcpWorld, mintToken, textOf } from "./helpers.js";
+import { assertFencedOnce, eventually, signedIn } from "../host/helpers.js";
+import { mintToken } from "../helpers/auth.js";
+import { connectClient, mcpWorld, textOf } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /** The official MCP SDK client against the real server and the real device executable. */
 const executable = await builtExecutable(t);
@@ -35,7 +37,7 @@ t.test("a read tool's result is fenced exactly once; a fake closing marker in th
   await writeFile(path.join(root, "hostile.txt"), hostile);
   const result = await client.callTool({ name: "read_file", arguments: { device: "mcp-box", path: "hostile.txt" } });
   t.notOk(result.isError);
-  const raw = (await json(await owner.post("/api/host/calls", { deviceId: device.id, tool: "read_file", input: { path: "hostile.txt" } }))).result;
+  const raw = (await readJson(await owner.post("/api/host/calls", { deviceId: device.id, tool: "read_file", input: { path: "hostile.txt" } }))).result;
   t.equal(raw.content, hostile, "the JSON API gives the file's text raw, no markers added");
   assertFencedOnce(t, textOf(result).split("\nNote: ")[0]!, "mcp-box:read_file", JSON.stringify(raw, null, 2));
 });
@@ -65,13 +67,13 @@ t.test("a mutate tool proposes; the owner approves; proposal_status follows it",
   t.match((await client.callTool({ name: "proposal_status", arguments: { proposalId } })).structuredContent, { status: "pending" });
 
   const approved = await owner.post("/api/host/approve", { proposalId });
-  t.match(await json(approved), { status: "applied" });
+  t.match(await readJson(approved), { status: "applied" });
   t.equal(await readFile(path.join(root, "notes.txt"), "utf8"), "second line\n");
   t.match((await client.callTool({ name: "proposal_status", arguments: { proposalId } })).structuredContent, { status: "applied" });
 });
 
 t.test("every MCP call is audited with the token that made it", async (t) => {
-  const tokens = (await json(await owner.get("/api/tokens"))).tokens as { id: string }[];
+  const tokens = (await readJson(await owner.get("/api/tokens"))).tokens as { id: string }[];
   await world.app.app.tetherAudit.flush();
   const rows = await world.app.database.db.selectFrom("host_audit").selectAll().where("actor", "=", "mcp").execute();
   t.ok(rows.length >= 8, `${rows.length} audited MCP calls`);
@@ -91,9 +93,9 @@ t.test("without a token: 401, WWW-Authenticate names the resource metadata", asy
   t.match(challenge, /^Bearer resource_metadata="([^"]+)"/);
   const metadataURL = /resource_metadata="([^"]+)"/.exec(challenge)![1]!;
   t.equal(metadataURL, `${url}/.well-known/oauth-protected-resource/mcp`);
-  const metadata = await json(await fetch(metadataURL));
+  const metadata = await readJson(await fetch(metadataURL));
   t.match(metadata, { resource: `${url}/mcp`, scopes_supported: ["host:call"], bearer_methods_supported: ["header"] });
-  t.same(await json(await fetch(`${url}/.well-known/oauth-protected-resource`)), metadata);
+  t.same(await readJson(await fetch(`${url}/.well-known/oauth-protected-resource`)), metadata);
 });
 
 t.test("the owner's browser session cannot drive /mcp", async (t) => {
@@ -102,11 +104,11 @@ t.test("the owner's browser session cannot drive /mcp", async (t) => {
     headers: { accept: "application/json, text/event-stream" },
   });
   t.equal(response.status, 401);
-  t.match(await json(response), { error: "invalid_request", error_description: /browser session/ });
+  t.match(await readJson(response), { error: "invalid_request", error_description: /browser session/ });
 });
 
 t.test("a token without host:call is refused with insufficient_scope", async (t) => {
-  const narrow = await mintToken(owner, ["tokens"]);
+  const narrow = await mintToken(owner, { scopes: ["tokens"] });
   await t.rejects(connectClient(t, url, narrow), /403|insufficient_scope|Forbidden/i);
   const response = await fetch(`${url}/mcp`, {
     method: "POST",
@@ -119,7 +121,7 @@ t.test("a token without host:call is refused with insufficient_scope", async (t)
 
 t.test("another user's token sees nothing of the owner's devices", async (t) => {
   const stranger = await signedIn(url);
-  const theirs = await connectClient(t, url, await mintToken(stranger, ["host:call"]));
+  const theirs = await connectClient(t, url, await mintToken(stranger, { scopes: ["host:call"] }));
   t.match((await theirs.callTool({ name: "list_devices", arguments: {} })).structuredContent, { devices: [] });
   t.same((await theirs.listTools()).tools.map((tool) => tool.name), ["list_devices", "proposal_status"]);
   const probe = await theirs.callTool({ name: "read_file", arguments: { device: device.id, path: "README.md" } });
@@ -135,12 +137,12 @@ t.test("bad JSON and bad JSON-RPC get JSON-RPC errors, not a 500", async (t) => 
     });
   const broken = await post("{nope");
   t.equal(broken.status, 400);
-  t.match(await json(broken), { jsonrpc: "2.0", id: null, error: { code: -32700 } });
+  t.match(await readJson(broken), { jsonrpc: "2.0", id: null, error: { code: -32700 } });
   const notRpc = await post(JSON.stringify({ hello: "world" }));
   t.equal(notRpc.status, 400);
-  t.match(await json(notRpc), { jsonrpc: "2.0", error: { code: Number } });
+  t.match(await readJson(notRpc), { jsonrpc: "2.0", error: { code: Number } });
   const unknownMethod = await post(JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/frobnicate" }));
-  t.match(await json(unknownMethod), { jsonrpc: "2.0", id: 7, error: { code: -32601 } });
+  t.match(await readJson(unknownMethod), { jsonrpc: "2.0", id: 7, error: { code: -32601 } });
 });
 
 t.test("tools/list_changed when the device goes offline; a revoked token ends the session", async (t) => {
@@ -158,7 +160,7 @@ t.test("tools/list_changed when the device goes offline; a revoked token ends th
   const offline = await client.callTool({ name: "stat", arguments: { device: device.id, path: "README.md" } });
   t.match(offline, { isError: true, structuredContent: { code: "DEVICE_OFFLINE" } });
 
-  const tokens = (await json(await owner.get("/api/tokens"))).tokens as { id: string; scopes: string[] }[];
+  const tokens = (await readJson(await owner.get("/api/tokens"))).tokens as { id: string; scopes: string[] }[];
   const mine = tokens.find((token) => token.scopes.join() === "host:call")!;
   t.equal((await owner.delete(`/api/tokens/${mine.id}`)).status, 204);
   await t.rejects(client.callTool({ name: "list_devices", arguments: {} }), /401|invalid_token|Unauthorized/i);

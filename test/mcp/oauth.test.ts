@@ -9,8 +9,9 @@ import { chromium } from "playwright-core";
 import t from "tap";
 import { IN_CI } from "../helpers/database.js";
 import { builtExecutable } from "../host/executable.js";
-import { json } from "../host/helpers.js";
+
 import { mcpWorld, textOf } from "./helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /**
  * MCP's OAuth flow end to end: the SDK client discovers the authorization server from the 401, registers
@@ -109,13 +110,13 @@ t.test("registration, consent in Chromium, token, a call; revoking the grant end
 });
 
 t.test("authorization-server metadata: PKCE, registration, the host:call scope", async (t) => {
-  const metadata = await json(await fetch(`${world.url}/.well-known/oauth-authorization-server/api/auth`));
+  const metadata = await readJson(await fetch(`${world.url}/.well-known/oauth-authorization-server/api/auth`));
   t.match(metadata, {
     issuer: `${world.url}/api/auth`,
     registration_endpoint: `${world.url}/api/auth/oauth2/register`,
     code_challenge_methods_supported: ["S256"],
   });
   t.ok(metadata.scopes_supported.includes("host:call"));
-  const resource = await json(await fetch(`${world.url}/.well-known/oauth-protected-resource/mcp`));
+  const resource = await readJson(await fetch(`${world.url}/.well-known/oauth-protected-resource/mcp`));
   t.same(resource.authorization_servers, [`${world.url}/api/auth`]);
 });

@@ -118,8 +118,8 @@ export interface BareApp {
  * closed at the end of `t`.
  */
 export interface BareOptions {
-  /** better-auth plugins for the app's auth (e.g. the MCP OAuth provider), given the base URL. */
-  authPlugins?: (url: string) => BetterAuthPlugin[];
+  /** better-auth plugins for the app's auth (e.g. the MCP OAuth provider), given the base URL and database. */
+  authPlugins?: (url: string, db: DatabaseHandle["db"]) => BetterAuthPlugin[];
 }
 
 export async function bareFastify(t: Test, dependencies: string[], leaveOut?: string, options: BareOptions = {}): Promise<BareApp> {
@@ -129,7 +129,7 @@ export async function bareFastify(t: Test, dependencies: string[], leaveOut?: st
   // Only plugins that keep data need the database (opening one costs a migration run).
   const stores = wanted.has("tether-db") || wanted.has("tether-auth");
   const db = stores ? (await fileDatabase()).db : (undefined as unknown as BareApp["db"]);
-  const auth = stores ? createAuth({ db, baseURL: url, secret: TEST_SECRET, plugins: options.authPlugins?.(url) ?? [] }) : (undefined as unknown as Auth);
+  const auth = stores ? createAuth({ db, baseURL: url, secret: TEST_SECRET, plugins: options.authPlugins?.(url, db) ?? [] }) : (undefined as unknown as Auth);
   const app = Fastify();
   t.teardown(() => app.close().catch(() => {}));
   for (const name of ORDER) {

@@ -10,7 +10,8 @@ import { MAX_SHOWN_DIFF_LINES, MAX_STORED_DIFF_LINES } from "../../src/plugins/h
 import { RESULT_BODY_LIMITS } from "../../src/plugins/host/result-body.js";
 import { startServerProcess } from "../chaos/services.js";
 import { cookieOf, newUser } from "../helpers/auth.js";
-import { json, pair, ScriptedDevice, statTool, writeTool } from "../host/helpers.js";
+import { pair, ScriptedDevice, statTool, writeTool } from "../host/helpers.js";
+import { readJson } from "../helpers/client.js";
 
 /** Generous: the attack in the issue took a 768 MB heap to exhaustion and /healthz to 9 s. */
 const RSS_GROWTH_BOUND_MB = 400;
@@ -88,10 +89,10 @@ t.test("a 1.5-million-line diff is refused, not stored, and costs bounded memory
       const [answer, latency] = await Promise.all([propose(diffOf(1_500_000)), new Promise((r) => setTimeout(r, 50)).then(healthzMs)]);
       slowest = Math.max(slowest, latency);
       t.equal(answer.status, 422);
-      t.match(await json(answer), { code: "DIFF_TOO_LARGE", message: /1500003 lines/ });
+      t.match(await readJson(answer), { code: "DIFF_TOO_LARGE", message: /1500003 lines/ });
     }
   });
-  const proposals = await json(await owner.client.get("/api/host/proposals"));
+  const proposals = await readJson(await owner.client.get("/api/host/proposals"));
   t.equal(proposals.proposals.length, 0, "nothing was stored");
   t.ok(grown < RSS_GROWTH_BOUND_MB, `the server's RSS rose at most ${grown.toFixed(0)} MB (bound ${RSS_GROWTH_BOUND_MB})`);
   t.ok(server.alive(), "the server is still running");
@@ -103,7 +104,7 @@ t.test("a diff over the shown limit: the page shows its start, says so, offers t
   const diff = diffOf(lines, 20);
   const answer = await propose(diff);
   t.equal(answer.status, 202, "stored: under the storage limit");
-  const { proposalId } = await json(answer);
+  const { proposalId } = await readJson(answer);
 
   let largest = 0;
   const grown = await rssGrowthDuring(async () => {
@@ -136,7 +137,7 @@ t.test("a diff over the shown limit: the page shows its start, says so, offers t
   t.equal(apply.mode, "apply");
   await device.postResult({ id: apply.id, ok: true, result: { applied: true } });
   t.equal((await decided).status, 303);
-  t.match(await json(await owner.client.get(`/api/host/proposals/${proposalId}`)), { status: "applied" });
+  t.match(await readJson(await owner.client.get(`/api/host/proposals/${proposalId}`)), { status: "applied" });
 });
 
 /** Posts `outcome` (the body, as text) for one call on the result route, as the device does (`/api/host/result/<call id>`). */
@@ -157,10 +158,10 @@ for (const [route, post] of [["/api/host/result/<call id>", postOutcome], ["/api
     const planned = await device.nextCall();
     const posted = await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\u0000b\n", summary: "nul" } }));
     t.equal(posted.status, 400);
-    t.match(await json(posted), { code: "INVALID_CHARACTERS" });
+    t.match(await readJson(posted), { code: "INVALID_CHARACTERS" });
     const caller = await answer;
     t.equal(caller.status, 502);
-    t.match(await json(caller), { code: "DEVICE_RESULT_INVALID", message: /INVALID_CHARACTERS/ });
+    t.match(await readJson(caller), { code: "DEVICE_RESULT_INVALID", message: /INVALID_CHARACTERS/ });
     t.equal((await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\n", summary: "late" } }))).status, 409, "a late, valid result for the ended call is refused");
     t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
   });
@@ -172,10 +173,10 @@ t.test("a result over the route's 8 MB bound is refused unread (413), and the ca
   const huge = JSON.stringify({ ok: true, result: { type: "file", padding: "x".repeat(RESULT_BODY_LIMITS.read) } });
   const posted = await postOutcome(called.id, huge);
   t.equal(posted.status, 413);
-  t.match(await json(posted), { code: "RESULT_TOO_LARGE" });
+  t.match(await readJson(posted), { code: "RESULT_TOO_LARGE" });
   const caller = await answer;
   t.equal(caller.status, 502);
-  t.match(await json(caller), { code: "DEVICE_RESULT_INVALID", message: /RESULT_TOO_LARGE/ });
+  t.match(await readJson(caller), { code: "DEVICE_RESULT_INVALID", message: /RESULT_TOO_LARGE/ });
 });
 
 t.test("the device hangs up", async (t) => {

@@ -6,7 +6,8 @@
 import t from "tap";
 import type { HostService } from "../../src/plugins/host/service.js";
 import { startTestApp } from "../helpers/app.js";
-import { connectedDevice, json } from "../host/helpers.js";
+import { readJson } from "../helpers/client.js";
+import { connectedDevice } from "../host/helpers.js";
 
 const { app, url } = await startTestApp(t);
 
@@ -62,7 +63,7 @@ t.test("a field added to a device or a proposal does not leak into the API", asy
   device.serve((call) => (call.mode === "plan" ? { diff: "--- a\n+++ b\n", summary: "write a" } : { ok: true }));
   const proposed = await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "a", content: "x" } });
   t.equal(proposed.status, 202, "the mutate call is proposed");
-  const { proposalId } = await json(proposed);
+  const { proposalId } = await readJson(proposed);
 
   addFieldsTo(app.tetherHost, ["device", "listDevices", "proposal", "pendingProposals"]);
   const responses = {

@@ -205,7 +205,7 @@ t.test("fenceUntrusted and ToolError", async (t) => {
   t.equal(fencedData.split(dataNonce).length - 1, 2, "the nonce appears only in the two real markers");
   const error = new ToolError("OUTSIDE_ROOTS", "no", { path: "x" });
   t.same(JSON.parse(JSON.stringify(error)), { code: "OUTSIDE_ROOTS", message: "no", details: { path: "x" } });
-  t.ok(error instanceof Error);
+  t.match(error.stack, /^ToolError: no\n/, "a stack that names the class, for the log");
   t.equal(new Set(TOOL_ERROR_CODES).size, TOOL_ERROR_CODES.length);
 });
 

@@ -74,10 +74,8 @@ t.test("each error code is raised with a human message", async (t) => {
     COMMAND_NOT_FOUND: () => invokeTool([defineShellTool({ name: "ghost", description: "d", command: ["tether-no-such-program"] })], "ghost", {}, { scope: s.scope }),
     TIMEOUT: () => invokeTool([defineShellTool({ name: "slow", description: "d", command: ["sleep", "5"], timeoutMs: 100 })], "slow", {}, { scope: s.scope }),
     ABORTED: () => invokeTool(builtinTools, "read_file", { path: "a.txt" }, { scope: s.scope, signal: aborted.signal }),
-    // Device-level failures cannot be provoked on a healthy disk; the mapping is what callers meet.
-    IO_ERROR: () => {
-      throw fromFsError(Object.assign(new Error("EIO: i/o error"), { code: "EIO" }), "a.txt", "read");
-    },
+    // A real EIO from the kernel: /proc/self/mem read at offset 0, which is never mapped (Linux).
+    IO_ERROR: async () => invokeTool(builtinTools, "read_file", { path: "/proc/self/mem" }, { scope: await createScope(["/proc/self"]) }),
     INTERNAL: () => call("not_json", {}),
   };
   t.same(Object.keys(triggers).sort(), [...TOOL_ERROR_CODES].sort(), "every code has a trigger");
@@ -91,7 +89,7 @@ t.test("each error code is raised with a human message", async (t) => {
     t.ok(error instanceof ToolError, `${expected}: a ToolError`);
     t.equal((error as ToolError).code, expected, `${expected}: ${(error as Error).message}`);
     t.ok((error as ToolError).message.length > 10, `${expected} has a message`);
-    t.doesNotThrow(() => JSON.stringify(error), `${expected} serialises`);
+    t.match(JSON.parse(JSON.stringify(error)), { code: expected, message: (error as ToolError).message }, `${expected} reaches the wire as { code, message }`);
   }
   t.equal(fromFsError(Object.assign(new Error("x"), { code: "ENOSPC" }), "f").code, "IO_ERROR");
   t.equal(fromFsError(Object.assign(new Error("x"), { code: "EACCES" }), "f").code, "PERMISSION_DENIED");

@@ -1,6 +1,8 @@
+import fc from "fast-check";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Test } from "tap";
 import { builtinTools, createScope, invokeTool, ToolError, type Scope, type ToolMode } from "../../src/tools/index.js";
 
 export interface Sandbox {
@@ -93,4 +95,13 @@ export function definitionCode(fn: () => unknown): string {
   } catch (error) {
     return (error as ToolError).code;
   }
+}
+
+/**
+ * A fast-check property as one assertion (`fc.check`, sync or async): it fails with fast-check's own
+ * report, the shrunk counterexample included.
+ */
+export async function holds<Ts>(t: Test, property: fc.IRawProperty<Ts>, parameters: fc.Parameters<Ts> = {}, what = "the property holds"): Promise<void> {
+  const details = await fc.check(property, parameters);
+  t.ok(!details.failed, details.failed ? (fc.defaultReportMessage(details) ?? what) : what);
 }

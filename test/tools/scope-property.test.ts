@@ -4,7 +4,7 @@ import path from "node:path";
 import t from "tap";
 import { createScope, ToolError } from "../../src/tools/index.js";
 import { checkPathSyntax, isWithin } from "../../src/tools/paths.js";
-import { tempDir } from "./helpers.js";
+import { holds, tempDir } from "./helpers.js";
 
 /** Longest prefix of an absolute path that exists (lstat), and the rest. */
 function existingPrefix(p: string): string {
@@ -40,7 +40,8 @@ t.test("resolve agrees with the kernel and never returns a path outside the root
   const scope = await createScope([root]);
   const component = fc.constantFrom("a", "b", "f.txt", "file.txt", "ln-up", "ln-out", "ln-a", "ln-abs-out", "ln-dangling", "ln-loop", "..", ".", "missing", "o", "x.txt", "back-in", "root", "outside");
 
-  await fc.assert(
+  await holds(
+    t,
     fc.asyncProperty(fc.array(component, { minLength: 1, maxLength: 8 }), fc.boolean(), fc.boolean(), async (parts, absolute, followFinal) => {
       const rel = parts.join("/");
       const input = absolute ? `${root}/${rel}` : rel;
@@ -75,26 +76,26 @@ t.test("resolve agrees with the kernel and never returns a path outside the root
     }),
     { numRuns: 3000 },
   );
-  t.pass("property held");
 });
 
 t.test("isWithin compares whole components", async (t) => {
   const segment = fc.stringMatching(/^[a-z]{1,3}$/);
-  fc.assert(
+  await holds(
+    t,
     fc.property(fc.array(segment, { maxLength: 4 }), fc.array(segment, { maxLength: 6 }), (r, c) => {
       const expected = c.length >= r.length && r.every((x, i) => c[i] === x);
       return isWithin(`/${r.join("/")}`, `/${c.join("/")}`) === expected;
     }),
     { numRuns: 2000 },
   );
-  fc.assert(
+  await holds(
+    t,
     fc.property(fc.array(segment, { minLength: 1, maxLength: 4 }), segment, (r, suffix) => {
       const rootPath = `/${r.join("/")}`;
       return !isWithin(rootPath, rootPath + suffix) && isWithin(rootPath, `${rootPath}/${suffix}`);
     }),
     { numRuns: 1000 },
   );
-  t.pass("properties held");
 });
 
 t.test("checkPathSyntax refuses every NUL and every UNC or device prefix", async (t) => {
@@ -107,13 +108,14 @@ t.test("checkPathSyntax refuses every NUL and every UNC or device prefix", async
     }
   };
   const flavor = fc.constantFrom("posix" as const, "win32" as const);
-  fc.assert(
+  await holds(
+    t,
     fc.property(fc.string(), fc.string(), flavor, (a, b, f) => refused(`${a}\0${b}`, f)),
     { numRuns: 1000 },
   );
-  fc.assert(
+  await holds(
+    t,
     fc.property(fc.constantFrom("//", "\\\\", "/\\", "\\/"), fc.string(), flavor, (prefix, rest, f) => refused(prefix + rest, f)),
     { numRuns: 1000 },
   );
-  t.pass("properties held");
 });

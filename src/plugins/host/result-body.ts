@@ -2,7 +2,7 @@ import type { ToolClass } from "../../protocol/index.js";
 
 /**
  * Bounds on a device's result body, by the class of the tool that was called (known from the call
- * id before a byte of the body is read). A read result carries at most the seed's 1 MB of file text
+ * id before a byte of the body is read). A read result carries at most `read_file`'s 1 MB of file text
  * (or 1000 directory entries, 200 grep lines of 1 KB), which JSON escaping can grow a few times; a
  * plan carries a diff of the same order; an action answers a few fields.
  */

@@ -9,7 +9,7 @@ import { verifySignedCookie } from "./cookie-signature.js";
 /** The user as better-auth returns it, with Tether's two fields. */
 export type SessionUser = UserRow;
 
-/** The seed's shapes: a cookie session, an API-token caller, or (elsewhere) `null`. */
+/** What `getSession` returns: `{ user, session }` for a cookie, `{ user, session: null }` for an API token, or (elsewhere) `null`. */
 export type CookieSession = { user: SessionUser; session: SessionRow };
 export type TokenSession = { user: SessionUser; session: null };
 export type ResolvedSession = CookieSession | TokenSession;
@@ -53,8 +53,8 @@ const MAX_VERIFIED_COOKIES = 10_000;
 const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, setCookies: [] }) as Resolution;
 
 /**
- * The hot path of every request. Order, as the seed says: a cookie session (deactivated → null),
- * else an `Authorization: Bearer sk_…` token, else null. The cookie is verified with node:crypto and
+ * The hot path of every request. The resolution order: a cookie session (a deactivated user → null,
+ * never falling through to a token), else an `Authorization: Bearer sk_…` token, else null. The cookie is verified with node:crypto and
  * looked up in the cache or with one indexed query joining session and user; only a session that is
  * expired or due for refresh goes to better-auth, which extends or deletes it and sets the cookie.
  */

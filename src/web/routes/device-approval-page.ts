@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { APIError } from "better-auth/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
 import { toWebHeaders } from "../../http/web-headers.js";
 import { deviceAuthorizationApi, type DeviceRequestDetails } from "../../plugins/host/device-grant.js";
 import { createRateLimiter, type RateLimiter } from "../../plugins/host/rate-limit.js";
@@ -47,6 +48,15 @@ function normalizeUserCode(raw: string): string {
 }
 
 export function deviceApprovalPage(options: { limiter?: RateLimiter } = {}): FastifyPluginAsync {
+  return fp(deviceApproval(options), {
+    name: "tether-device-approval-page",
+    fastify: "5.x",
+    encapsulate: true,
+    dependencies: ["tether-auth", "tether-page-render", "@fastify/formbody"],
+  });
+}
+
+function deviceApproval(options: { limiter?: RateLimiter }): FastifyPluginAsync {
   return async (instance) => {
     const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
     const auth = deviceAuthorizationApi(fastify.tetherAuth);
