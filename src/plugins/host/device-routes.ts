@@ -188,7 +188,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       // unreachable) fails the request, and the device posts the batch again.
       results.withTypeProvider<TypeBoxTypeProvider>().post(
         "/api/host/results",
-        { schema: { body: ResultBatchSchema, response: { 200: ResultBatchReplySchema } }, bodyLimit: MAX_RESULT_BATCH_BYTES },
+        { schema: { body: ResultBatchSchema, response: jsonResponses({ 200: ResultBatchReplySchema }) }, bodyLimit: MAX_RESULT_BATCH_BYTES },
         async (request): Promise<ResultBatchReply> => {
           const device = request.tetherDevice!;
           const refused: ResultBatchReply["refused"] = [];
