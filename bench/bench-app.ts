@@ -20,8 +20,10 @@ export interface BenchApp {
 export async function startBenchApp(database: DatabaseHandle, options: { redisUrl?: string } = {}): Promise<BenchApp> {
   await migrateToLatest(database.db, allMigrations);
   const app = await buildApp({
-    // No connection cap: the idle-stream run opens thousands of streams at once.
-    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN, MAX_CONNECTIONS: "0", ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}) }),
+    // No connection cap (the idle-stream run opens thousands of streams at once), and no cap on
+    // requests per keep-alive connection: past it Node answers 503 to clients that, like autocannon,
+    // do not honour `Connection: close`, which would count as calls.
+    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN, MAX_CONNECTIONS: "0", MAX_REQUESTS_PER_SOCKET: "0", ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}) }),
     db: database.db,
     listen: database.listen,
     secret: "bench-secret-0123456789abcdef0123456789abcdef",

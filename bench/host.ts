@@ -278,7 +278,7 @@ export async function benchHost(): Promise<void> {
     console.log(
       `\n${fmt(STREAMS)} idle connections from another process (server RSS delta after GC):\n` +
         `  plain idle keep-alive sockets (baseline)   ${fmt(plain.perConnection / 1024, 1).padStart(6)} KB each (${fmt(plain.open)} open)\n` +
-        `  idle device streams (SSE, keep-alives)     ${fmt(sse.perConnection / 1024, 1).padStart(6)} KB each (${fmt(sse.open)} open)  ${fmt(sse.perConnection / Math.max(1, plain.perConnection), 1)}× the baseline\n` +
+        `  idle device streams (SSE, keep-alives)     ${fmt(sse.perConnection / 1024, 1).padStart(6)} KB each (${fmt(sse.open)} open)  ${plain.perConnection > 1024 ? `${fmt(sse.perConnection / plain.perConnection, 1)}× the baseline` : "(the baseline is within the measurement's noise)"}\n` +
         `  devices online after the client left: ${online} (every stream was detached)`,
     );
   } finally {
