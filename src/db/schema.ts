@@ -175,6 +175,29 @@ export interface HostAuditTable {
   detail: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
 }
 
+/**
+ * The audit columns a writer fills, with their PostgreSQL types, for the batch writer's one-array-per-
+ * column INSERT (src/db/batch-writer.ts); `id` and `at` take their defaults. Kept beside the table's
+ * type so that a column added to one is seen missing from the other by the type check below.
+ */
+export const HOST_AUDIT_COLUMNS = {
+  user_id: "text",
+  device_id: "text",
+  proposal_id: "text",
+  event: "text",
+  actor: "text",
+  tool: "text",
+  mode: "text",
+  input_digest: "text",
+  outcome: "text",
+  error_code: "text",
+  duration_ms: "int4",
+  credential: "text",
+  ip_address: "text",
+  user_agent: "text",
+  detail: "jsonb",
+} as const satisfies Record<Exclude<keyof HostAuditTable, "id" | "at">, string>;
+
 /** better-auth's two-factor plugin (migrations/0060_accounts.ts); the secret is encrypted. */
 export interface TwoFactorTable {
   id: string;

@@ -1,11 +1,13 @@
 import t from "tap";
 import { createBatchWriter } from "../../src/db/batch-writer.js";
+import { HOST_AUDIT_COLUMNS } from "../../src/db/schema.js";
 import { eventually } from "../host/helpers.js";
 import { openTestDatabase } from "../helpers/database.js";
 
 const row = (userId: string, n: number) => ({ user_id: userId, event: "call", actor: "token", tool: `t${n}`, outcome: "ok" });
 
-t.test("audit rows in batches: visible soon without a flush, none lost on a clean stop, a bad row blocks nothing", async (t) => {
+for (const [form, columns] of [["VALUES", undefined], ["unnest", HOST_AUDIT_COLUMNS]] as const)
+t.test(`audit rows in batches (${form}): visible soon without a flush, none lost on a clean stop, a bad row blocks nothing`, async (t) => {
   const database = await openTestDatabase();
   t.teardown(() => database.close());
   const { db } = database;
@@ -15,7 +17,7 @@ t.test("audit rows in batches: visible soon without a flush, none lost on a clea
   const count = async () => Number((await db.selectFrom("host_audit").select(db.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
 
   const errors: unknown[] = [];
-  const writer = createBatchWriter(db, "host_audit", { maxBatch: 100, flushIntervalMs: 20, onError: (error) => errors.push(error) });
+  const writer = createBatchWriter(db, "host_audit", { ...(columns ? { columns } : {}), maxBatch: 100, flushIntervalMs: 20, onError: (error) => errors.push(error) });
   writer.write(row(userId, 0));
   await eventually(async () => (await count()) === 1, 10_000, "the row written by the timer");
 
@@ -35,4 +37,28 @@ t.test("audit rows in batches: visible soon without a flush, none lost on a clea
 
   writer.write(row(userId, -1));
   t.equal(errors.length, 2, "a write after close is reported, not silently lost");
+});
+
+t.test("the one-array-per-column INSERT stores every value as written: text that array literals must escape, nulls, numbers, JSON", async (t) => {
+  const database = await openTestDatabase();
+  t.teardown(() => database.close());
+  const { db } = database;
+  const now = new Date();
+  await db.insertInto("user").values({ id: "unnest-user", name: "U", email: "u@example.com", emailVerified: false, createdAt: now, updatedAt: now }).execute();
+  const writer = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, onError: (error) => t.fail(String(error)) });
+  const awkward = ['a,b', '{braces}', 'say "hi"', "back\\slash", "NULL", "", "  spaced  ", "naïve ✓ 日本"];
+  awkward.forEach((text, n) =>
+    writer.write({ user_id: "unnest-user", event: "call", actor: "token", tool: text, mode: null, outcome: "ok", duration_ms: n, detail: JSON.stringify({ text, n, nested: { list: [1, null, "x"] } }) }),
+  );
+  // A row naming a column the writer does not list (`at`) is written with the VALUES form instead.
+  writer.write({ user_id: "unnest-user", event: "call", actor: "token", tool: "dated", outcome: "ok", at: new Date("2020-01-02T03:04:05Z") });
+  await writer.close();
+  const rows = await db.selectFrom("host_audit").select(["tool", "mode", "duration_ms", "detail", "at"]).where("user_id", "=", "unnest-user").orderBy("id").execute();
+  t.same(
+    rows.slice(0, awkward.length).map((row) => [row.tool, row.mode, row.duration_ms, row.detail]),
+    awkward.map((text, n) => [text, null, n, { text, n, nested: { list: [1, null, "x"] } }]),
+    "each text, null, number and JSON value comes back unchanged",
+  );
+  t.equal(rows[awkward.length]?.tool, "dated");
+  t.equal(new Date(rows[awkward.length]!.at).toISOString(), "2020-01-02T03:04:05.000Z", "a column outside the list still reaches the table");
 });

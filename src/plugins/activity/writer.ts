@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { createBatchWriter } from "../../db/batch-writer.js";
-import type { Database } from "../../db/schema.js";
+import { HOST_AUDIT_COLUMNS, type Database } from "../../db/schema.js";
 import type { ActivityEntry } from "./events.js";
 
 /** Longest user agent kept: enough to tell browsers apart, bounded whatever a client sends. */
@@ -20,7 +20,7 @@ export interface ActivityWriter {
  * neither fails nor slows the request that produced the event, and a clean stop loses nothing.
  */
 export function createActivityWriter(db: Kysely<Database>, onError: (error: unknown) => void): ActivityWriter {
-  const rows = createBatchWriter(db, "host_audit", { onError });
+  const rows = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, onError });
   return {
     record: (entry) => rows.write(toRow(entry)),
     flush: () => rows.flush(),

@@ -1,7 +1,7 @@
 import fp from "fastify-plugin";
 import type { Insertable } from "kysely";
 import { createBatchWriter, type BatchWriter } from "../../db/batch-writer.js";
-import type { HostAuditTable } from "../../db/schema.js";
+import { HOST_AUDIT_COLUMNS, type HostAuditTable } from "../../db/schema.js";
 
 export type AuditRow = Insertable<HostAuditTable>;
 
@@ -30,6 +30,7 @@ export interface AuditPluginOptions {
 export const auditPlugin = fp<AuditPluginOptions>(
   async (fastify, options) => {
     const writer = createBatchWriter(fastify.tetherDb, "host_audit", {
+      columns: HOST_AUDIT_COLUMNS,
       ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
       onError: (error) => fastify.log.warn({ err: error }, "audit write failed (will retry)"),
     });
