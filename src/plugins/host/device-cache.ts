@@ -20,8 +20,9 @@ export class DeviceCache extends InvalidatedCache {
     return this.read(this.byTokenHash, hash);
   }
 
-  ownerOf(deviceId: string): string | undefined {
-    return this.read(this.owners, deviceId)?.userId;
+  /** The unrevoked device's identity (owner and name), as last read from the database. */
+  ownedDevice(deviceId: string): DeviceIdentity | undefined {
+    return this.read(this.owners, deviceId);
   }
 
   storeToken(hash: string, identity: DeviceIdentity, version: number): void {

@@ -43,6 +43,12 @@ export interface HostService {
    */
   refuseResult(device: DeviceIdentity, callId: string, refusal: { code: string; message: string }): Promise<void>;
   listDevices(userId: string): Promise<DeviceView[]>;
+  /**
+   * The owner's unrevoked device by id (its id, owner and name), normally answered from the
+   * invalidated cache with no query; DEVICE_NOT_FOUND otherwise. For hot paths that need no more
+   * than that (MCP's tools/call); `device` reads the whole row.
+   */
+  ownedDevice(userId: string, deviceId: string): Promise<DeviceIdentity>;
   /** The owner's device with its live tools (when online), or DEVICE_NOT_FOUND. */
   device(userId: string, deviceId: string): Promise<DeviceView>;
   revoke(userId: string, deviceId: string): Promise<void>;
@@ -137,13 +143,16 @@ export function createHostService(options: HostServiceOptions): HostService {
     return { ...summary, tools: online ? [...(dispatcher.toolsOf(summary.id) ?? summary.tools)] : summary.tools, online };
   };
 
-  const requireDevice = async (userId: string, deviceId: string): Promise<void> => {
-    if (cache?.ownerOf(deviceId) === userId) return;
+  /** The caller's own unrevoked device, from the invalidated cache when it can (no query). */
+  const ownedDevice = async (userId: string, deviceId: string): Promise<DeviceIdentity> => {
+    const cached = cache?.ownedDevice(deviceId);
+    if (cached?.userId === userId) return cached;
     const version = cache?.version ?? 0;
-    if (!(await devices.findDevice(db, userId, deviceId))) {
-      throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
-    }
-    cache?.storeOwner({ id: deviceId, userId, name: "" }, version);
+    const summary = await devices.findDevice(db, userId, deviceId);
+    if (!summary) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
+    const identity = { id: summary.id, userId, name: summary.name };
+    cache?.storeOwner(identity, version);
+    return identity;
   };
 
   const codeOf = (error: unknown) => (error instanceof DeviceCallError || error instanceof HostError ? error.code : "INTERNAL");
@@ -218,6 +227,8 @@ export function createHostService(options: HostServiceOptions): HostService {
       return (await devices.listDevices(db, userId)).map(view);
     },
 
+    ownedDevice,
+
     async device(userId, deviceId) {
       const summary = await devices.findDevice(db, userId, deviceId);
       if (!summary) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
@@ -237,7 +248,7 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
 
     async call(caller, request) {
-      await requireDevice(caller.userId, request.deviceId);
+      await ownedDevice(caller.userId, request.deviceId);
       const tool = dispatcher.toolsOf(request.deviceId)?.find((t) => t.name === request.tool);
       if (tool && request.requireClass && tool.class !== request.requireClass) {
         throw new HostError("NOT_A_READ_TOOL", `"${tool.name}" is a ${tool.class} tool; only ${request.requireClass} tools are allowed here`);

@@ -77,15 +77,18 @@ export const mcpPlugin = fp<McpPluginOptions>(
         .send({ error: error.error, error_description: error.message });
     };
 
-    const serverFor = async (caller: McpCaller) =>
-      createMcpServer({
+    const serverFor = (caller: McpCaller) => {
+      let allowsActions: Promise<boolean> | undefined;
+      return createMcpServer({
         host: fastify.tetherHost,
         caller,
-        allowActions: await store.allowsActions(db, caller.userId),
+        // Read once per request, and only by a request that needs it (tools/list, an action tool).
+        allowActions: () => (allowsActions ??= store.allowsActions(db, caller.userId)),
         devicesURL,
         audit: async (entry) => audit.record(fastify.tetherAudit, entry),
         onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
       });
+    };
 
     /** Hands the request to a fresh stateless transport; Fastify already parsed the body. */
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -96,7 +99,7 @@ export const mcpPlugin = fp<McpPluginOptions>(
         if (error instanceof McpAuthError) return refuse(reply, error);
         throw error;
       }
-      const server = await serverFor(caller);
+      const server = serverFor(caller);
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       await server.connect(transport);
       const webRequest = new Request(new URL(request.url, baseURL), { method: request.method, headers: toWebHeaders(request.headers) });

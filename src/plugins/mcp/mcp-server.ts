@@ -1,4 +1,5 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { fenceUntrusted } from "../../tools/index.js";
 import type { AuditEntry } from "../host/audit.js";
@@ -19,7 +20,8 @@ import { buildCatalog, DEVICE_ARGUMENT, findDevice, LIST_DEVICES, PROPOSAL_STATU
 export interface McpServerContext {
   host: HostService;
   caller: Caller;
-  allowActions: boolean;
+  /** Whether the owner lets MCP clients use action tools: asked only when a request needs it. */
+  allowActions(): Promise<boolean>;
   /** Where the owner approves proposals (`<base>/devices`). */
   devicesURL: string;
   audit(entry: AuditEntry): Promise<void>;
@@ -35,6 +37,13 @@ const INSTRUCTIONS =
   "Mutate tools never change a disk: they return a diff and a proposal id that the owner approves in the browser; " +
   "check it with proposal_status.";
 
+/**
+ * One JSON Schema validator for every per-request server: the SDK would otherwise build a new Ajv
+ * instance for each (profiled: 8% of the server's time on a `tools/call`), and Ajv caches what it
+ * compiles, which only a shared instance can reuse.
+ */
+let sharedValidator: AjvJsonSchemaValidator | undefined;
+
 class Refusal extends Error {
   constructor(
     readonly code: string,
@@ -46,11 +55,12 @@ class Refusal extends Error {
 
 export function createMcpServer(context: McpServerContext): Server {
   const { host, caller } = context;
-  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
+  sharedValidator ??= new AjvJsonSchemaValidator();
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const devices = await host.listDevices(caller.userId);
-    return { tools: buildCatalog(devices, { allowActions: context.allowActions }).map((entry) => entry.tool) };
+    return { tools: buildCatalog(devices, { allowActions: await context.allowActions() }).map((entry) => entry.tool) };
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -85,18 +95,17 @@ async function callDeviceTool(
   audited: AuditEntry,
 ): Promise<CallToolResult> {
   const { host, caller } = context;
-  const devices = await host.listDevices(caller.userId);
   const { [DEVICE_ARGUMENT]: reference, ...input } = args;
   // Refusals made here, before the host service sees the call, are audited here.
   const refuse = async (code: string, message: string, deviceId?: string): Promise<never> => {
     await context.audit({ ...audited, deviceId: deviceId ?? null, outcome: "error", errorCode: code });
     throw new Refusal(code, message);
   };
-  const device = typeof reference === "string" ? findDevice(devices, reference) : undefined;
+  const device = typeof reference === "string" ? await resolveDevice(host, caller.userId, reference) : undefined;
   if (device === "ambiguous") return refuse("DEVICE_AMBIGUOUS", `Several devices are named "${String(reference)}"; pass the device's id`);
   if (!device) return refuse("DEVICE_NOT_FOUND", `No device "${String(reference ?? "")}": call ${LIST_DEVICES} for the user's devices`);
   const announced = device.tools.find((tool) => tool.name === name);
-  if (announced?.class === "action" && !context.allowActions) {
+  if (announced?.class === "action" && !(await context.allowActions())) {
     return refuse("ACTION_TOOLS_DISABLED", "The owner has not allowed MCP clients to use action tools (Settings → MCP)", device.id);
   }
   if (!device.online) return refuse("DEVICE_OFFLINE", `"${device.name}" is offline; ask the owner to start Tether on it`, device.id);
@@ -109,6 +118,26 @@ async function callDeviceTool(
     content.push({ type: "text", text: "Note: the device truncated this result (it hit a size or count limit); narrow the request to see the rest." });
   }
   return { content };
+}
+
+/** What a device tool call needs of the device it names. */
+type CalledDevice = Pick<DeviceView, "id" | "name" | "online" | "tools">;
+
+/**
+ * The device a `device` argument names: an id or a name. The common case, the id of a connected
+ * device (what list_devices returns), is answered from the dispatcher and the host's ownership cache
+ * without a query; anything else (a name, an offline or unknown device) from the owner's device list.
+ */
+async function resolveDevice(host: HostService, userId: string, reference: string): Promise<CalledDevice | "ambiguous" | undefined> {
+  const tools = host.dispatcher.toolsOf(reference);
+  if (tools) {
+    const owned = await host.ownedDevice(userId, reference).catch((error: unknown) => {
+      if (error instanceof HostError && error.code === "DEVICE_NOT_FOUND") return undefined;
+      throw error;
+    });
+    if (owned) return { id: owned.id, name: owned.name, online: true, tools: [...tools] };
+  }
+  return findDevice(await host.listDevices(userId), reference);
 }
 
 function isTruncated(result: unknown): boolean {
@@ -128,7 +157,7 @@ function listDevicesResult(devices: DeviceView[]): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify({ devices: listing }, null, 2) }], structuredContent: { devices: listing } };
 }
 
-function proposedResult(proposal: Proposal, device: DeviceView, devicesURL: string): CallToolResult {
+function proposedResult(proposal: Proposal, device: CalledDevice, devicesURL: string): CallToolResult {
   const status = { proposalId: proposal.id, status: proposal.status, approveAt: devicesURL, expiresAt: proposal.expiresAt.toISOString() };
   return {
     content: [
