@@ -7,6 +7,9 @@
  *    `get_file_info` over stdio (MCP SDK client): one call at a time (latency, p50/p99) and ten at
  *    once (throughput, calls/s; autocannon in its own process for the HTTP ones). The same `stat`
  *    through Tether's own MCP endpoint (`tools/call` POSTed to `/mcp`) in the same run.
+ *    With a PostgreSQL server (BENCH_DATABASE_URL, else TEST_DATABASE_URL, else the local one), also
+ *    two replicas as production runs them: two `src/server.ts` processes on PostgreSQL and Redis
+ *    (bench/replicas.ts), the calls to the one without the stream, and to the one with it.
  * 2. Idle streams: how much memory the server holds per idle device stream, opened from another
  *    process, against the same number of plain idle keep-alive connections.
  * Machines here are noisy: read the ratios, not the absolute numbers.
@@ -26,6 +29,7 @@ import { createDevice, recordHello } from "../src/plugins/host/devices.js";
 import { BENCH_ORIGIN, startBenchApp } from "./bench-app.js";
 import { fmt, load, percentiles } from "./autocannon.js";
 import { benchMcpFilesystem } from "./mcp-baseline.js";
+import { postgresReachable, startReplicaCluster } from "./replicas.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 3000);
@@ -171,6 +175,30 @@ async function benchTwoReplicas(database: DatabaseHandle, work: string, seconds:
   }
 }
 
+/** Two `src/server.ts` replicas on PostgreSQL and Redis: calls to the stream's replica, then to the other. */
+async function benchReplicaProcesses(work: string, seconds: number) {
+  const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  if (!(await postgresReachable(postgresUrl))) return undefined;
+  const cluster = await startReplicaCluster({
+    postgresUrl,
+    redisUrl: process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379",
+    deviceRoot: work,
+    startDevice: (serverUrl, code, configDir) =>
+      startChild(["src/device/main.ts"], { TETHER_SERVER_URL: serverUrl, TETHER_PAIRING_CODE: code, TETHER_ROOTS: work, TETHER_CONFIG_DIR: configDir, TETHER_CONCURRENCY: "16" }),
+  });
+  try {
+    const call = { deviceId: cluster.deviceId, tool: "stat", input: { path: "." } };
+    const auth = { authorization: `Bearer ${cluster.token}` };
+    const measure = async (base: string) => {
+      await post(`${base}/api/host/calls`, call, 10, 1, auth);
+      return { one: await latency(`${base}/api/host/calls`, call, seconds, auth), many: await post(`${base}/api/host/calls`, call, 10, seconds, auth) };
+    };
+    return { own: await measure(cluster.b), other: await measure(cluster.a) };
+  } finally {
+    await cluster.stop();
+  }
+}
+
 export async function benchHost(): Promise<void> {
   console.log("\n## Device host: tool calls through the API, and idle device streams");
   console.log(`(autocannon in its own process, ${SECONDS}s per run; the device runs in its own process)\n`);
@@ -226,6 +254,7 @@ export async function benchHost(): Promise<void> {
 
     // Two replicas on one Redis: the call goes to A, the device's stream is on B.
     const cluster = await benchTwoReplicas(database, work, SECONDS, children);
+    const processes = await benchReplicaProcesses(work, SECONDS);
 
     const ms = (value: number, unit: "us" | "ms") => `${fmt(unit === "us" ? value / 1000 : value, 2)} ms`;
     const rows: Array<[string, { p50: number; p99: number; perSecond: number }, "us" | "ms", { rps: number; p99: number; errors: number }]> = [
@@ -235,6 +264,10 @@ export async function benchHost(): Promise<void> {
       ["Tether stat via MCP tools/call on /mcp", mcp1, "us", { rps: mcp10.rps, p99: mcp10.p99, errors: mcp10.non2xx + mcp10.errors }],
       ["Tether stat, two replicas + Redis", cluster.one, "us", { rps: cluster.many.rps, p99: cluster.many.p99, errors: cluster.many.non2xx + cluster.many.errors }],
     ];
+    if (processes) {
+      rows.push(["  processes on PostgreSQL: stream's replica", processes.own.one, "us", { rps: processes.own.many.rps, p99: processes.own.many.p99, errors: processes.own.many.non2xx + processes.own.many.errors }]);
+      rows.push(["  processes on PostgreSQL: other replica", processes.other.one, "us", { rps: processes.other.many.rps, p99: processes.other.many.p99, errors: processes.other.many.non2xx + processes.other.many.errors }]);
+    }
     const p50Ms = (row: (typeof rows)[number]) => (row[2] === "us" ? row[1].p50 / 1000 : row[1].p50);
     console.log("One call at a time (latency)                     p50        p99       calls/s |  10 at once: calls/s   p99   | p50 vs bare  vs MCP | calls/s vs bare  vs MCP");
     for (const row of rows) {
@@ -245,6 +278,8 @@ export async function benchHost(): Promise<void> {
           ` ${fmt(p50Ms(row) / p50Ms(rows[0]!), 1).padStart(9)}× ${fmt(p50Ms(row) / p50Ms(rows[1]!), 1).padStart(6)}× | ${fmt((many.rps / rows[0]![3].rps) * 100, 1).padStart(12)}% ${fmt((many.rps / rows[1]![3].rps) * 100, 0).padStart(6)}%${problems}`,
       );
     }
+    console.log("(\"two replicas + Redis\": two app instances in this one process on PGlite; \"processes\": two src/server.ts replicas on PostgreSQL + Redis, the device's stream on one of them.)");
+    if (!processes) console.log("(replica processes skipped: no PostgreSQL answered at BENCH_DATABASE_URL / TEST_DATABASE_URL / 127.0.0.1:5432)");
     console.log("Targets (issue 11): one replica p50 <= 1 ms and >= 3,000 calls/s at 10 connections; two replicas p50 <= 2 ms and >= 1,500 calls/s.");
     device.kill("SIGTERM");
 
