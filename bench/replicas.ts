@@ -4,15 +4,13 @@
  * calls go to A (every call crosses Redis both ways) and, for comparison, to B (one replica process
  * on PostgreSQL, the stream's own). Every process is ended by its PID, whatever happens.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { freePort, spawnReplica } from "../test/helpers/replica-process.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** The replicas' public address: the origin the bench's session requests name. */
 const PUBLIC_URL = "http://127.0.0.1";
 
@@ -24,17 +22,6 @@ export interface ReplicaCluster {
   token: string;
   deviceId: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /** Whether a PostgreSQL server answers at `url` (the section is skipped, with the reason, when not). */
@@ -80,23 +67,17 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
 
   const startReplica = async (): Promise<string> => {
     const port = await freePort();
-    const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        DATABASE_URL: databaseUrl.toString(),
-        REDIS_URL: options.redisUrl,
-        BETTER_AUTH_SECRET: "bench-secret-0123456789abcdef0123456789abcdef",
-        BETTER_AUTH_URL: PUBLIC_URL,
-        LOG_LEVEL: "warn",
-        // As the in-process bench app: no connection cap, no cap on requests per keep-alive socket.
-        MAX_CONNECTIONS: "0",
-        MAX_REQUESTS_PER_SOCKET: "0",
-      },
-      stdio: ["ignore", "ignore", "pipe"],
+    const child = spawnReplica({
+      port,
+      databaseUrl: databaseUrl.toString(),
+      redisUrl: options.redisUrl,
+      publicUrl: PUBLIC_URL,
+      secret: "bench-secret-0123456789abcdef0123456789abcdef",
+      // As the in-process bench app: no connection cap, no cap on requests per keep-alive socket.
+      env: { LOG_LEVEL: "warn", MAX_CONNECTIONS: "0", MAX_REQUESTS_PER_SOCKET: "0" },
     });
+    child.stdout!.resume();
+    child.stderr!.resume();
     children.push(child);
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`the replica on ${port}`, async () => {

@@ -5,7 +5,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import type { Test } from "tap";
-import { freePort, TEST_SECRET } from "../helpers/app.js";
+import { TEST_SECRET } from "../helpers/app.js";
+import { freePort, spawnReplica } from "../helpers/replica-process.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
 import { eventually } from "../host/helpers.js";
 
@@ -53,21 +54,7 @@ export interface ReplicaEnv {
  * the rest of the file belongs to the file's test, or it dies with the subtest).
  */
 export async function startReplica(t: Test, env: ReplicaEnv, port: number): Promise<Replica> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      DATABASE_URL: env.databaseUrl,
-      REDIS_URL: env.redisUrl,
-      BETTER_AUTH_SECRET: TEST_SECRET,
-      BETTER_AUTH_URL: env.publicUrl,
-      TRUST_PROXY: "127.0.0.1",
-      LOG_LEVEL: "info",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawnReplica({ port, ...env, secret: TEST_SECRET, env: { TRUST_PROXY: "127.0.0.1", LOG_LEVEL: "info" } });
   let tornDown = false;
   t.teardown(() => {
     tornDown = true;

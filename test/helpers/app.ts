@@ -1,10 +1,12 @@
-import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import type { Test } from "tap";
 import { buildApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import type { DatabaseHandle } from "../../src/db/connect.js";
 import { openTestDatabase, TEST_REDIS_URL } from "./database.js";
+import { freePort } from "./replica-process.js";
+
+export { freePort };
 
 export const TEST_SECRET = "test-secret-0123456789abcdef0123456789abcdef";
 
@@ -29,16 +31,6 @@ export interface TestAppOptions {
   beforeListen?: (app: App) => Promise<void> | void;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 /** The example app over real HTTP on loopback, on a database of its own; closed at the end of `t`. */
 export async function startTestApp(t: Test, options: TestAppOptions = {}): Promise<TestApp> {
