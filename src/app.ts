@@ -9,7 +9,7 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
-import { auditPlugin } from "./plugins/audit/audit-plugin.js";
+import { auditPlugin, createAuditWriter } from "./plugins/audit/audit-plugin.js";
 import { activityPlugin } from "./plugins/activity/activity-plugin.js";
 import { createActivityWriter } from "./plugins/activity/writer.js";
 import { inputGuardPlugin } from "./http/input-guard.js";
@@ -91,8 +91,10 @@ export async function buildApp(options: BuildAppOptions) {
 
   if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
 
-  // One writer for the activity log, shared by better-auth's hooks and Tether's own routes.
-  const activity = createActivityWriter(options.db, (error) => app.log.error({ err: error }, "activity log write failed"));
+  // One audit writer for the app, made before Fastify's plugins because better-auth's hooks (created
+  // next) record sign-in events through it; the audit plugin decorates and closes this same writer.
+  const auditRows = createAuditWriter(options.db, { onError: (error) => app.log.error({ err: error }, "audit log write failed (will retry)") });
+  const activity = createActivityWriter(auditRows);
   const auth = createAuth({
     db: options.db,
     baseURL: config.baseURL,
@@ -125,7 +127,7 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(cookie);
   await app.register(formbody);
   await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
-  await app.register(auditPlugin);
+  await app.register(auditPlugin, { writer: auditRows });
   await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
   await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
   await app.register(sessionPlugin);

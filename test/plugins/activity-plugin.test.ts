@@ -1,10 +1,11 @@
 import t from "tap";
 import { activityPlugin } from "../../src/plugins/activity/activity-plugin.js";
 import { createActivityWriter } from "../../src/plugins/activity/writer.js";
+import { createAuditWriter } from "../../src/plugins/audit/audit-plugin.js";
 import { makeSiteAdmin } from "../helpers/auth.js";
 import { bareFastify, fileDatabase, refusesWithout, signedUp } from "./bare.js";
 
-const writerOnFileDatabase = async () => createActivityWriter((await fileDatabase()).db, () => {});
+const writerOnFileDatabase = async () => createActivityWriter(createAuditWriter((await fileDatabase()).db));
 
 t.test("it declares the session plugin its API reads the caller from", async (t) => refusesWithout(t, activityPlugin, "tether-session", { writer: await writerOnFileDatabase() }));
 

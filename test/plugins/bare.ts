@@ -14,7 +14,7 @@ import { dbPlugin } from "../../src/db/db-plugin.js";
 import { errorHandlerPlugin } from "../../src/http/error-handler.js";
 import { activityPlugin } from "../../src/plugins/activity/activity-plugin.js";
 import { createActivityWriter } from "../../src/plugins/activity/writer.js";
-import { auditPlugin } from "../../src/plugins/audit/audit-plugin.js";
+import { auditPlugin, createAuditWriter } from "../../src/plugins/audit/audit-plugin.js";
 import { authPlugin } from "../../src/plugins/auth/auth-plugin.js";
 import { createAuth, type Auth } from "../../src/plugins/auth/create-auth.js";
 import { originGuardPlugin } from "../../src/plugins/auth/origin-guard.js";
@@ -62,7 +62,7 @@ const PROVIDERS: Record<Dependency, { plugin: AnyPlugin; options?: (context: Con
   "tether-origin-guard": { plugin: originGuardPlugin, options: ({ url }) => ({ trustedOrigins: [url] }) },
   "tether-auth": { plugin: authPlugin, options: ({ auth }) => ({ auth }) },
   "tether-session": { plugin: sessionPlugin },
-  "tether-activity": { plugin: activityPlugin, options: ({ db }, app) => ({ writer: createActivityWriter(db, (error) => app.log.error(error)) }) },
+  "tether-activity": { plugin: activityPlugin, options: ({ db }, app) => ({ writer: createActivityWriter(createAuditWriter(db, { onError: (error) => app.log.error(error) })) }) },
   "tether-host": { plugin: hostPlugin },
   "tether-page-assets": { plugin: assetsPlugin },
   "tether-page-render": { plugin: renderPlugin },

@@ -1,6 +1,5 @@
-import type { Kysely } from "kysely";
-import { createBatchWriter } from "../../db/batch-writer.js";
-import { HOST_AUDIT_COLUMNS, type Database } from "../../db/schema.js";
+import type { BatchWriter } from "../../db/batch-writer.js";
+import type { AuditRow } from "../audit/audit-plugin.js";
 import type { ActivityEntry } from "./events.js";
 
 /** Longest user agent kept: enough to tell browsers apart, bounded whatever a client sends. */
@@ -14,13 +13,13 @@ export interface ActivityWriter {
 }
 
 /**
- * Writes audit rows off the request path, through the shared batch writer (src/db/batch-writer.ts):
- * entries queue in memory and go to the database in multi-row inserts; a failed batch is retried
- * (a row the database refuses is dropped and reported to `onError`), so an unavailable database
- * neither fails nor slows the request that produced the event, and a clean stop loses nothing.
+ * Account activity as audit rows, through the app's one audit writer (`createAuditWriter`, the same
+ * queue as `fastify.tetherAudit`): entries queue in memory and reach the database in multi-row
+ * inserts after the response; a failed batch is retried (a row the database refuses is dropped and
+ * reported), so an unavailable database neither fails nor slows the request that produced the event,
+ * and a clean stop loses nothing.
  */
-export function createActivityWriter(db: Kysely<Database>, onError: (error: unknown) => void): ActivityWriter {
-  const rows = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, onError });
+export function createActivityWriter(rows: BatchWriter<AuditRow>): ActivityWriter {
   return {
     record: (entry) => rows.write(toRow(entry)),
     flush: () => rows.flush(),

@@ -1,7 +1,8 @@
 import fp from "fastify-plugin";
 import type { Insertable } from "kysely";
-import { createBatchWriter, type BatchWriter } from "../../db/batch-writer.js";
-import { HOST_AUDIT_COLUMNS, type HostAuditTable } from "../../db/schema.js";
+import type { Kysely } from "kysely";
+import { createBatchWriter, type BatchWriter, type BatchWriterOptions } from "../../db/batch-writer.js";
+import { HOST_AUDIT_COLUMNS, type Database, type HostAuditTable } from "../../db/schema.js";
 
 export type AuditRow = Insertable<HostAuditTable>;
 
@@ -19,6 +20,16 @@ declare module "fastify" {
 export interface AuditPluginOptions {
   /** Longest a row waits before its batch is written (default 50 ms). */
   flushIntervalMs?: number;
+  /**
+   * The writer to decorate, when the app made it before Fastify (better-auth's hooks, created before
+   * any plugin, record sign-in events through it): one writer, one queue, one flush on close.
+   */
+  writer?: BatchWriter<AuditRow>;
+}
+
+/** The audit log's batch writer (see src/db/batch-writer.ts): one per app. */
+export function createAuditWriter(db: Kysely<Database>, options: Pick<BatchWriterOptions, "flushIntervalMs" | "onError"> = {}): BatchWriter<AuditRow> {
+  return createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, ...options });
 }
 
 /**
@@ -29,11 +40,12 @@ export interface AuditPluginOptions {
  */
 export const auditPlugin = fp<AuditPluginOptions>(
   async (fastify, options) => {
-    const writer = createBatchWriter(fastify.tetherDb, "host_audit", {
-      columns: HOST_AUDIT_COLUMNS,
-      ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
-      onError: (error) => fastify.log.warn({ err: error }, "audit write failed (will retry)"),
-    });
+    const writer =
+      options.writer ??
+      createAuditWriter(fastify.tetherDb, {
+        ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
+        onError: (error) => fastify.log.warn({ err: error }, "audit write failed (will retry)"),
+      });
     fastify.decorate("tetherAudit", writer);
     fastify.addHook("onClose", async () => writer.close());
   },
