@@ -1,6 +1,5 @@
 import fp from "fastify-plugin";
-import type { Insertable } from "kysely";
-import type { Kysely } from "kysely";
+import type { Insertable, Kysely } from "kysely";
 import { createBatchWriter, type BatchWriter, type BatchWriterOptions } from "../../db/batch-writer.js";
 import { HOST_AUDIT_COLUMNS, type Database, type HostAuditTable } from "../../db/schema.js";
 
