@@ -43,11 +43,7 @@ export interface HostService {
    */
   refuseResult(device: DeviceIdentity, callId: string, refusal: { code: string; message: string }): Promise<void>;
   listDevices(userId: string): Promise<DeviceView[]>;
-  /**
-   * The owner's unrevoked device by id (its id, owner and name), normally answered from the
-   * invalidated cache with no query; DEVICE_NOT_FOUND otherwise. For hot paths that need no more
-   * than that (MCP's tools/call); `device` reads the whole row.
-   */
+  /** The owner's unrevoked device (id, owner, name), from the invalidated cache when it can; else DEVICE_NOT_FOUND. */
   ownedDevice(userId: string, deviceId: string): Promise<DeviceIdentity>;
   /** The owner's device with its live tools (when online), or DEVICE_NOT_FOUND. */
   device(userId: string, deviceId: string): Promise<DeviceView>;
