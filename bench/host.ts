@@ -281,6 +281,21 @@ export async function benchHost(): Promise<void> {
     console.log("(\"two replicas + Redis\": two app instances in this one process on PGlite; \"processes\": two src/server.ts replicas on PostgreSQL + Redis, the device's stream on one of them.)");
     if (!processes) console.log("(replica processes skipped: no PostgreSQL answered at BENCH_DATABASE_URL / TEST_DATABASE_URL / 127.0.0.1:5432)");
     console.log("Targets (issue 11): one replica p50 <= 1 ms and >= 3,000 calls/s at 10 connections; two replicas p50 <= 2 ms and >= 1,500 calls/s.");
+    // The issue set them beside an MCP filesystem server doing ~7,000 calls/s: the same bar as a ratio is 43% and 21%
+    // of MCP, which is what to read on a machine faster or slower than that one.
+    const verdict = (label: string, row: (typeof rows)[number], p50Limit: number, rpsLimit: number) => {
+      const p50 = p50Ms(row);
+      const rps = row[3].rps;
+      const ofMcp = rps / rows[1]![3].rps;
+      const met = p50 <= p50Limit && rps >= rpsLimit;
+      console.log(
+        `  ${label.padEnd(44)} p50 ${fmt(p50, 2)} ms, ${fmt(rps)} calls/s: ${met ? "met" : "not met"}; ${fmt(ofMcp * 100, 0)}% of MCP (the bar as a ratio: ${fmt((rpsLimit / 7000) * 100, 0)}%)`,
+      );
+    };
+    verdict("one replica, PGlite", rows[2]!, 1, 3000);
+    if (processes) verdict("one replica process, PostgreSQL + Redis", rows[5]!, 1, 3000);
+    verdict("two replicas (app instances, PGlite + Redis)", rows[4]!, 2, 1500);
+    if (processes) verdict("two replica processes, the other replica", rows[6]!, 2, 1500);
     device.kill("SIGTERM");
 
     // Idle streams: devices made directly in the database (pairing them one by one is not the point).
