@@ -5,6 +5,8 @@ import { migrateToLatest } from "../src/db/migrate.js";
 import { allMigrations } from "../migrations/index.js";
 
 export const BENCH_ORIGIN = "http://127.0.0.1";
+/** The `BETTER_AUTH_SECRET` of every app the bench starts, in its process or as a replica process. */
+export const BENCH_SECRET = "bench-secret-0123456789abcdef0123456789abcdef";
 
 export interface BenchApp {
   app: App;
@@ -26,7 +28,7 @@ export async function startBenchApp(database: DatabaseHandle, options: { redisUr
     config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN, MAX_CONNECTIONS: "0", MAX_REQUESTS_PER_SOCKET: "0", ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}) }),
     db: database.db,
     listen: database.listen,
-    secret: "bench-secret-0123456789abcdef0123456789abcdef",
+    secret: BENCH_SECRET,
   });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;

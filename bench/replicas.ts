@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 import { freePort, spawnReplica } from "../test/helpers/replica-process.js";
+import { BENCH_SECRET } from "./bench-app.js";
 
 /** The replicas' public address: the origin the bench's session requests name. */
 const PUBLIC_URL = "http://127.0.0.1";
@@ -37,10 +38,11 @@ export async function postgresReachable(url: string): Promise<boolean> {
   }
 }
 
+/** Polls `check` until it is true; a check that throws ends the wait with its error (a replica that exited). */
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
+    if (await check()) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`timed out waiting for ${what}`);
@@ -72,7 +74,7 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
       databaseUrl: databaseUrl.toString(),
       redisUrl: options.redisUrl,
       publicUrl: PUBLIC_URL,
-      secret: "bench-secret-0123456789abcdef0123456789abcdef",
+      secret: BENCH_SECRET,
       // As the in-process bench app: no connection cap, no cap on requests per keep-alive socket.
       env: { LOG_LEVEL: "warn", MAX_CONNECTIONS: "0", MAX_REQUESTS_PER_SOCKET: "0" },
     });
@@ -82,7 +84,7 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`the replica on ${port}`, async () => {
       if (child.exitCode !== null) throw new Error(`the replica on ${port} exited (${child.exitCode})`);
-      return (await fetch(`${url}/healthz`)).status === 200;
+      return fetch(`${url}/healthz`).then((response) => response.status === 200, () => false);
     });
     return url;
   };
@@ -105,7 +107,10 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
     const configDir = path.join(options.deviceRoot, "config-replicas");
     const device = options.startDevice(b, code, configDir);
     children.push(device);
-    await waitFor("the device's credentials", async () => (await readFile(path.join(configDir, "credentials.json"), "utf8")).includes(b));
+    await waitFor("the device's credentials", async () => {
+      if (device.exitCode !== null) throw new Error(`the device exited (${device.exitCode}) before pairing`);
+      return (await readFile(path.join(configDir, "credentials.json"), "utf8").catch(() => "")).includes(b);
+    });
     const credentials = JSON.parse(await readFile(path.join(configDir, "credentials.json"), "utf8")) as { servers: Record<string, { deviceId: string }> };
     const deviceId = credentials.servers[b]!.deviceId;
     // Online as A sees it (through Redis) before the first measured call.

@@ -31,7 +31,6 @@ export interface TestAppOptions {
   beforeListen?: (app: App) => Promise<void> | void;
 }
 
-
 /** The example app over real HTTP on loopback, on a database of its own; closed at the end of `t`. */
 export async function startTestApp(t: Test, options: TestAppOptions = {}): Promise<TestApp> {
   const port = options.port ?? (await freePort());
