@@ -256,17 +256,19 @@ export async function benchHost(): Promise<void> {
     const cluster = await benchTwoReplicas(database, work, SECONDS, children);
     const processes = await benchReplicaProcesses(work, SECONDS);
 
+    /** A row's "10 at once" columns: failures are non-2xx answers and connection errors alike. */
+    const underLoad = (many: Awaited<ReturnType<typeof post>>) => ({ rps: many.rps, p99: many.p99, errors: many.non2xx + many.errors });
     const ms = (value: number, unit: "us" | "ms") => `${fmt(unit === "us" ? value / 1000 : value, 2)} ms`;
     const rows: Array<[string, { p50: number; p99: number; perSecond: number }, "us" | "ms", { rps: number; p99: number; errors: number }]> = [
-      ["bare Fastify JSON POST (baseline)", bare1, "us", { rps: bare10.rps, p99: bare10.p99, errors: bare10.non2xx + bare10.errors }],
+      ["bare Fastify JSON POST (baseline)", bare1, "us", underLoad(bare10)],
       ["MCP filesystem get_file_info (stdio)", mcp.one, "ms", { rps: mcp.many.perSecond, p99: mcp.many.p99, errors: 0 }],
-      ["Tether stat, one replica", calls1, "us", { rps: calls10.rps, p99: calls10.p99, errors: calls10.non2xx + calls10.errors }],
-      ["Tether stat via MCP tools/call on /mcp", mcp1, "us", { rps: mcp10.rps, p99: mcp10.p99, errors: mcp10.non2xx + mcp10.errors }],
-      ["Tether stat, two replicas + Redis", cluster.one, "us", { rps: cluster.many.rps, p99: cluster.many.p99, errors: cluster.many.non2xx + cluster.many.errors }],
+      ["Tether stat, one replica", calls1, "us", underLoad(calls10)],
+      ["Tether stat via MCP tools/call on /mcp", mcp1, "us", underLoad(mcp10)],
+      ["Tether stat, two replicas + Redis", cluster.one, "us", underLoad(cluster.many)],
     ];
     if (processes) {
-      rows.push(["  processes on PostgreSQL: stream's replica", processes.own.one, "us", { rps: processes.own.many.rps, p99: processes.own.many.p99, errors: processes.own.many.non2xx + processes.own.many.errors }]);
-      rows.push(["  processes on PostgreSQL: other replica", processes.other.one, "us", { rps: processes.other.many.rps, p99: processes.other.many.p99, errors: processes.other.many.non2xx + processes.other.many.errors }]);
+      rows.push(["  processes on PostgreSQL: stream's replica", processes.own.one, "us", underLoad(processes.own.many)]);
+      rows.push(["  processes on PostgreSQL: other replica", processes.other.one, "us", underLoad(processes.other.many)]);
     }
     const p50Ms = (row: (typeof rows)[number]) => (row[2] === "us" ? row[1].p50 / 1000 : row[1].p50);
     console.log("One call at a time (latency)                     p50        p99       calls/s |  10 at once: calls/s   p99   | p50 vs bare  vs MCP | calls/s vs bare  vs MCP");
