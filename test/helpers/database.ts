@@ -1,8 +1,13 @@
-import { randomBytes } from "node:crypto";
-import { sql } from "kysely";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PGliteDialect, sql } from "kysely";
 import type { Migration } from "kysely/migration";
 import { openDatabase, type DatabaseHandle } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import type { Database } from "../../src/db/schema.js";
 import { allMigrations } from "../../migrations/index.js";
 
 /** Which database the suite runs on: PostgreSQL when TEST_DATABASE_URL is set (CI), else PGlite. */
@@ -16,7 +21,9 @@ export const IN_CI = process.env.CI === "true" || process.env.CI === "1";
  */
 export async function openTestDatabase(migrations: Record<string, Migration> = allMigrations): Promise<DatabaseHandle> {
   if (!TEST_DATABASE_URL) {
-    const handle = await openDatabase({ kind: "pglite-memory" });
+    const snapshot = migrations === allMigrations ? await migratedSnapshot() : undefined;
+    const handle = await openDatabase({ kind: "pglite-memory", snapshot });
+    // On a snapshot this finds nothing to do; it still proves the snapshot is the current schema.
     await migrateToLatest(handle.db, migrations);
     return handle;
   }
@@ -40,4 +47,57 @@ export async function openTestDatabase(migrations: Record<string, Migration> = a
       await handle.close();
     },
   };
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const SNAPSHOT_DIR = path.join(ROOT, "node_modules/.cache/tether");
+let snapshotOnce: Promise<Blob> | undefined;
+
+/**
+ * A PGlite data directory with every migration applied, as a tar, made once and kept in node_modules/.cache.
+ * A fresh in-memory PGlite runs initdb (seconds on two busy cores) and then the migrations; loading this copy
+ * takes a fraction of that, and nearly every test file opens one. The file name hashes PGlite's version and
+ * the migrations' source, so any change to either makes a new snapshot (and removes the old ones).
+ */
+function migratedSnapshot(): Promise<Blob> {
+  snapshotOnce ??= (async () => {
+    const fingerprint = await snapshotFingerprint();
+    const file = path.join(SNAPSHOT_DIR, `pglite-migrated-${fingerprint}.tar`);
+    const existing = await readFile(file).catch(() => undefined);
+    if (existing) return new Blob([existing]);
+    const pglite = new PGlite();
+    const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+    try {
+      await migrateToLatest(db, allMigrations);
+      const tar = await pglite.dumpDataDir("none");
+      await keepSnapshot(file, tar).catch(() => {}); // a read-only checkout still runs, only slower
+      return tar;
+    } finally {
+      await db.destroy();
+    }
+  })();
+  return snapshotOnce;
+}
+
+async function keepSnapshot(file: string, tar: Blob): Promise<void> {
+  await mkdir(SNAPSHOT_DIR, { recursive: true });
+  // Parallel test files may build it at once: each writes its own file and renames it into place.
+  const partial = `${file}.${process.pid}.partial`;
+  await writeFile(partial, Buffer.from(await tar.arrayBuffer()));
+  await rename(partial, file);
+  for (const name of await readdir(SNAPSHOT_DIR)) {
+    if (name.startsWith("pglite-migrated-") && path.join(SNAPSHOT_DIR, name) !== file) {
+      await rm(path.join(SNAPSHOT_DIR, name), { force: true });
+    }
+  }
+}
+
+async function snapshotFingerprint(): Promise<string> {
+  const hash = createHash("sha256");
+  const pglitePackage = JSON.parse(await readFile(path.join(ROOT, "node_modules/@electric-sql/pglite/package.json"), "utf8")) as { version: string };
+  hash.update(`pglite ${pglitePackage.version}\n`);
+  // The migrations' whole source (a helper they import included), and the code that applies them.
+  const files = (await readdir(path.join(ROOT, "migrations"))).sort().map((name) => path.join("migrations", name));
+  for (const file of [...files, "src/db/migrate.ts"]) hash.update(`${file}\n${await readFile(path.join(ROOT, file), "utf8")}\n`);
+  return hash.digest("hex").slice(0, 16);
 }
