@@ -40,69 +40,97 @@ export const HEARTBEAT_BOUND_MS = 5_000;
 const MAX_RECONNECT_DELAY_MS = 5_000;
 
 /**
- * A dedicated connection LISTENs (a pooled one cannot), reconnecting with backoff when lost. A
+ * One dedicated connection LISTENs for every channel of the process (a pooled one cannot), reconnecting
+ * with backoff when lost: a replica holds one LISTEN connection however many caches it runs. A
  * connection that a firewall silently drops (no FIN) looks alive for good, so TCP keepalive is on and
- * the connection NOTIFYs a private channel of its own every second: PostgreSQL delivers notifications
- * in commit order, so a heartbeat coming back proves everything committed before it was sent has
- * arrived. One unanswered for `boundMs` means the connection is stalled: it is dropped and replaced.
+ * the connection NOTIFYs a private channel of its own every second: PostgreSQL delivers a connection's
+ * notifications in commit order, whatever their channel, so a heartbeat coming back proves everything
+ * committed before it was sent has arrived on every channel. One unanswered for `boundMs` means the
+ * connection is stalled: it is dropped and replaced. The connection opens with the first subscription
+ * and closes with the last.
  */
 export function listenWithPg(config: pg.ClientConfig, heartbeat: HeartbeatOptions = {}): NotificationSource {
   const intervalMs = heartbeat.intervalMs ?? HEARTBEAT_INTERVAL_MS;
   const boundMs = heartbeat.boundMs ?? HEARTBEAT_BOUND_MS;
-  return async (channel, handlers) => {
-    const heartbeatChannel = `tether_heartbeat_${randomBytes(6).toString("hex")}`;
-    let closed = false;
-    let client: pg.Client | undefined;
-    let delay = 100;
-    // Send time of the oldest heartbeat not yet back (heartbeats return in order).
-    let unanswered: number | null = null;
+  const heartbeatChannel = `tether_heartbeat_${randomBytes(6).toString("hex")}`;
+  const subscribers = new Map<string, Set<ListenHandlers>>();
+  const everyone = () => [...subscribers.values()].flatMap((handlers) => [...handlers]);
+  /** The live connection, and the channels it LISTENs to. */
+  let client: pg.Client | undefined;
+  let listening = new Set<string>();
+  /** Handlers told `onReady` on the live connection (a new connection tells them again). */
+  let ready = new Set<ListenHandlers>();
+  let connecting: Promise<void> | undefined;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+  let beat: NodeJS.Timeout | undefined;
+  let delay = 100;
+  // Send time of the oldest heartbeat not yet back (heartbeats return in order).
+  let unanswered: number | null = null;
 
-    const connect = async (): Promise<void> => {
+  const markReady = (handlers: ListenHandlers) => {
+    if (ready.has(handlers)) return;
+    ready.add(handlers);
+    handlers.onReady(boundMs);
+  };
+
+  const connect = (): Promise<void> =>
+    (connecting ??= (async () => {
       const next = new pg.Client({ keepAlive: true, keepAliveInitialDelayMillis: 10_000, connectionTimeoutMillis: boundMs, ...config });
       next.on("notification", (message) => {
-        if (message.channel === channel) handlers.onMessage(message.payload ?? "");
-        else if (message.channel === heartbeatChannel && client === next) {
+        if (message.channel !== heartbeatChannel) {
+          for (const handlers of subscribers.get(message.channel) ?? []) handlers.onMessage(message.payload ?? "");
+        } else if (client === next) {
           const sentAt = Number(message.payload);
           if (unanswered !== null && sentAt >= unanswered) unanswered = null;
-          handlers.onProven(sentAt);
+          for (const handlers of everyone()) handlers.onProven(sentAt);
         }
       });
       next.on("error", () => lost(next));
       next.on("end", () => lost(next));
+      const channels = new Set(subscribers.keys());
       try {
         await next.connect();
-        await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-        await next.query(`LISTEN ${pg.escapeIdentifier(heartbeatChannel)}`);
+        for (const channel of [heartbeatChannel, ...channels]) await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       } catch (error) {
         destroy(next);
         throw error;
       }
-      if (closed) return destroy(next);
+      if (subscribers.size === 0) return destroy(next); // everyone left meanwhile
       client = next;
+      listening = channels;
+      ready = new Set();
       unanswered = null;
       delay = 100;
-      handlers.onReady(boundMs);
-    };
+      for (const channel of channels) for (const handlers of subscribers.get(channel) ?? []) markReady(handlers);
+    })().finally(() => {
+      connecting = undefined;
+    }));
 
-    const lost = (which: pg.Client) => {
-      if (client !== which) return;
-      client = undefined;
-      handlers.onLost();
-      destroy(which);
-      if (!closed) scheduleReconnect();
-    };
+  const lost = (which: pg.Client) => {
+    if (client !== which) return;
+    client = undefined;
+    listening = new Set();
+    ready = new Set();
+    for (const handlers of everyone()) handlers.onLost();
+    destroy(which);
+    scheduleReconnect();
+  };
 
-    const scheduleReconnect = () => {
-      const timer = setTimeout(() => {
-        connect().catch(() => {
-          delay = Math.min(delay * 2, MAX_RECONNECT_DELAY_MS);
-          if (!closed) scheduleReconnect();
-        });
-      }, delay);
-      timer.unref();
-    };
+  const scheduleReconnect = () => {
+    if (reconnectTimer || subscribers.size === 0) return;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined;
+      if (client || subscribers.size === 0) return;
+      connect().catch(() => {
+        delay = Math.min(delay * 2, MAX_RECONNECT_DELAY_MS);
+        scheduleReconnect();
+      });
+    }, delay);
+    reconnectTimer.unref();
+  };
 
-    const beat = setInterval(() => {
+  const startBeat = () => {
+    beat ??= setInterval(() => {
       const current = client;
       if (!current) return;
       const now = Date.now();
@@ -112,18 +140,54 @@ export function listenWithPg(config: pg.ClientConfig, heartbeat: HeartbeatOption
       current.query("select pg_notify($1, $2)", [heartbeatChannel, String(now)]).catch(() => {});
     }, intervalMs);
     beat.unref();
+  };
 
-    await connect().catch((error: unknown) => {
-      clearInterval(beat);
+  /** The last subscriber gone: the connection and its timers go too. */
+  const unsubscribe = (channel: string, handlers: ListenHandlers) => {
+    const set = subscribers.get(channel);
+    set?.delete(handlers);
+    ready.delete(handlers);
+    if (set?.size !== 0) return;
+    subscribers.delete(channel);
+    if (client && listening.delete(channel)) client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+    if (subscribers.size > 0) return;
+    clearInterval(beat);
+    beat = undefined;
+    clearTimeout(reconnectTimer);
+    reconnectTimer = undefined;
+    const current = client;
+    client = undefined;
+    if (current) destroy(current);
+  };
+
+  return async (channel, handlers) => {
+    const set = subscribers.get(channel) ?? new Set<ListenHandlers>();
+    subscribers.set(channel, set);
+    set.add(handlers);
+    try {
+      // The first subscription (or the first while the server is away) waits for a connection; a
+      // failure rejects it, as a database that is down at start-up should.
+      if (!client) await connect();
+    } catch (error) {
+      unsubscribe(channel, handlers);
       throw error;
-    });
+    }
+    const current = client;
+    if (current && !listening.has(channel)) {
+      // A channel new to a live connection. If that connection dies here, the next one LISTENs to it.
+      await current.query(`LISTEN ${pg.escapeIdentifier(channel)}`).then(
+        () => client === current && listening.add(channel),
+        () => {},
+      );
+    }
+    if (client === current && current && listening.has(channel)) markReady(handlers);
+    startBeat();
+    let closed = false;
     return {
       async close() {
+        if (closed) return;
         closed = true;
-        clearInterval(beat);
-        const current = client;
-        client = undefined;
-        if (current) destroy(current);
+        unsubscribe(channel, handlers);
       },
     };
   };
