@@ -180,7 +180,7 @@ export function listenWithPg(config: pg.ClientConfig, heartbeat: HeartbeatOption
         () => {},
       );
     }
-    if (client === current && current && listening.has(channel)) markReady(handlers);
+    if (current && client === current && listening.has(channel)) markReady(handlers);
     startBeat();
     let closed = false;
     return {

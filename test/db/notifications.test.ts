@@ -2,7 +2,9 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import t from "tap";
 import { listenWithPg, type ListenHandlers } from "../../src/db/notifications.js";
+import { eventually as eventuallyEvery } from "../chaos/services.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
+import { freePort } from "../helpers/replica-process.js";
 
 /**
  * Every cache of a process LISTENs through one dedicated PostgreSQL connection (src/db/notifications.ts):
@@ -32,14 +34,8 @@ class Recorder implements ListenHandlers {
   }
 }
 
-async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return check();
-}
+/** Polls every 25 ms for up to 10 s (the project's poller, tighter than its chaos default). */
+const eventually = (check: () => boolean | Promise<boolean>) => eventuallyEvery(async () => check(), 10_000, 25);
 
 t.test("one LISTEN connection serves every channel of the process", { skip }, async (t) => {
   const applicationName = `tether-listen-test-${randomBytes(4).toString("hex")}`;
@@ -112,11 +108,8 @@ t.test("one LISTEN connection serves every channel of the process", { skip }, as
 });
 
 t.test("a database that is down when the first subscription comes: the subscription fails", async (t) => {
-  // A port nothing listens on (closed at once): the first connect fails, as a database down at start-up does.
-  const server = (await import("node:net")).createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  // A port nothing listens on: the first connect fails, as a database down at start-up does.
+  const port = await freePort();
   const listen = listenWithPg({ connectionString: `postgres://postgres@127.0.0.1:${port}/test` }, { intervalMs: 100, boundMs: 1_000 });
   const handlers = new Recorder();
   await t.rejects(listen("t_down", handlers), "the subscription rejects");
