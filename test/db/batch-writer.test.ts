@@ -1,4 +1,5 @@
 import t from "tap";
+import type { Test } from "tap";
 import { createBatchWriter } from "../../src/db/batch-writer.js";
 import { HOST_AUDIT_COLUMNS } from "../../src/db/schema.js";
 import { eventually } from "../host/helpers.js";
@@ -6,14 +7,19 @@ import { openTestDatabase } from "../helpers/database.js";
 
 const row = (userId: string, n: number) => ({ user_id: userId, event: "call", actor: "token", tool: `t${n}`, outcome: "ok" });
 
-for (const [form, columns] of [["VALUES", undefined], ["unnest", HOST_AUDIT_COLUMNS]] as const)
-t.test(`audit rows in batches (${form}): visible soon without a flush, none lost on a clean stop, a bad row blocks nothing`, async (t) => {
+/** A database of the test's own with one user (audit rows reference a user), closed when the test ends. */
+async function databaseWithUser(t: Test, userId: string) {
   const database = await openTestDatabase();
   t.teardown(() => database.close());
-  const { db } = database;
-  const userId = "batch-writer-user";
   const now = new Date();
-  await db.insertInto("user").values({ id: userId, name: "B", email: "b@example.com", emailVerified: false, createdAt: now, updatedAt: now }).execute();
+  await database.db.insertInto("user").values({ id: userId, name: "U", email: `${userId}@example.com`, emailVerified: false, createdAt: now, updatedAt: now }).execute();
+  return database.db;
+}
+
+for (const [form, columns] of [["VALUES", undefined], ["unnest", HOST_AUDIT_COLUMNS]] as const)
+t.test(`audit rows in batches (${form}): visible soon without a flush, none lost on a clean stop, a bad row blocks nothing`, async (t) => {
+  const userId = "batch-writer-user";
+  const db = await databaseWithUser(t, userId);
   const count = async () => Number((await db.selectFrom("host_audit").select(db.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
 
   const errors: unknown[] = [];
@@ -40,11 +46,7 @@ t.test(`audit rows in batches (${form}): visible soon without a flush, none lost
 });
 
 t.test("the one-array-per-column INSERT stores every value as written: text that array literals must escape, nulls, numbers, JSON", async (t) => {
-  const database = await openTestDatabase();
-  t.teardown(() => database.close());
-  const { db } = database;
-  const now = new Date();
-  await db.insertInto("user").values({ id: "unnest-user", name: "U", email: "u@example.com", emailVerified: false, createdAt: now, updatedAt: now }).execute();
+  const db = await databaseWithUser(t, "unnest-user");
   const writer = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, onError: (error) => t.fail(String(error)) });
   const awkward = ['a,b', '{braces}', 'say "hi"', "back\\slash", "NULL", "", "  spaced  ", "naïve ✓ 日本"];
   awkward.forEach((text, n) =>
@@ -61,4 +63,20 @@ t.test("the one-array-per-column INSERT stores every value as written: text that
   );
   t.equal(rows[awkward.length]?.tool, "dated");
   t.equal(new Date(rows[awkward.length]!.at).toISOString(), "2020-01-02T03:04:05.000Z", "a column outside the list still reaches the table");
+});
+
+t.test("rows written while a batch is being written are not stranded: they go out on their own, with no flush and no further write", async (t) => {
+  const db = await databaseWithUser(t, "trickle-user");
+  const count = async () => Number((await db.selectFrom("host_audit").select(db.fn.countAll().as("n")).where("user_id", "=", "trickle-user").executeTakeFirstOrThrow()).n);
+  const writer = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, maxBatch: 10_000, flushIntervalMs: 30, onError: (error) => t.fail(String(error)) });
+  t.teardown(() => writer.close());
+
+  for (let n = 0; n < 300; n++) writer.write(row("trickle-user", n));
+  // The timer starts the batch; while its INSERT runs (the database answers asynchronously), more rows arrive.
+  await eventually(async () => writer.queued === 0, 10_000, "the first batch taken off the queue");
+  for (let n = 300; n < 310; n++) writer.write(row("trickle-user", n));
+  t.equal(writer.queued, 10, "the late rows wait in the queue");
+  // No flush, no further write: the late rows still arrive (their own interval).
+  await eventually(async () => (await count()) === 310, 10_000, "every row, the late ones included");
+  t.equal(writer.queued, 0);
 });
