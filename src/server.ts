@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     logger: { level: process.env.LOG_LEVEL ?? "info" },
   });
   // Outages are logged, never fatal: the pool replaces lost connections, ioredis reconnects.
-  runtime.database.onConnectionError((error) => app.log.warn({ reason: error.message }, "database: a pooled connection was lost"));
+  runtime.database.onConnectionError((error) => app.log.warn({ reason: error.message }, "database: a connection was lost"));
   runtime.redis?.on("error", (error: Error) => app.log.warn({ reason: error.message }, "redis: connection error"));
 
   let closing = false;

@@ -1,8 +1,8 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, PostgresDialect } from "kysely";
 import pg from "pg";
+import { startPgliteThread } from "./pglite-thread.js";
 import { listenWithPg, listenWithPglite, type HeartbeatOptions, type NotificationSource } from "./notifications.js";
 import type { Database } from "./schema.js";
 
@@ -31,7 +31,8 @@ export interface DatabaseHandle {
   listen: NotificationSource;
   /**
    * Hears of pooled connections the server ended (a restart, `pg_terminate_backend`, a failover,
-   * `idle_session_timeout`): the pool has already dropped them and opens new ones on demand. For logs.
+   * `idle_session_timeout`): the pool has already dropped them and opens new ones on demand. On PGlite,
+   * hears that its worker thread stopped (every query answers 503 from then on; restart the process). For logs.
    */
   onConnectionError(listener: (error: Error) => void): void;
   close(): Promise<void>;
@@ -74,10 +75,17 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     dataDir = path.join(target.dataDir, "pglite");
     await mkdir(dataDir, { recursive: true });
   }
-  const pglite =
-    target.kind === "pglite-memory" && target.snapshot ? new PGlite({ loadDataDir: target.snapshot }) : new PGlite(dataDir);
-  await pglite.waitReady;
+  // PGlite runs in a worker thread of its own: its queries never hold up the request thread.
+  const listeners = new Set<(error: Error) => void>();
+  const pglite = await startPgliteThread(target.kind === "pglite-memory" ? { snapshot: target.snapshot } : { dataDir });
+  pglite.onStopped((error) => {
+    for (const listener of listeners) listener(error);
+  });
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
-  // In-process: there is no connection to lose.
-  return { db, kind: target.kind, listen: listenWithPglite(pglite), onConnectionError: () => {}, close: () => db.destroy() };
+  const close = async () => {
+    await db.destroy();
+    // Kysely closes PGlite only if it ever ran a query; the thread must end either way (it keeps the process alive).
+    await pglite.close();
+  };
+  return { db, kind: target.kind, listen: listenWithPglite(pglite), onConnectionError: (listener) => listeners.add(listener), close };
 }

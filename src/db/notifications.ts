@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import type { PGlite } from "@electric-sql/pglite";
+import type { PgliteThread } from "./pglite-thread.js";
 import pg from "pg";
 
 export interface Subscription {
@@ -203,8 +203,8 @@ function destroy(client: pg.Client): void {
   (client.connection as unknown as { stream?: Socket }).stream?.destroy();
 }
 
-/** PGlite is in-process: its notifications cannot be lost or stall. */
-export function listenWithPglite(pglite: PGlite): NotificationSource {
+/** PGlite is in this process (in a thread of its own): its notifications cannot be lost or stall. */
+export function listenWithPglite(pglite: Pick<PgliteThread, "listen" | "closed">): NotificationSource {
   return async (channel, handlers) => {
     const unlisten = await pglite.listen(channel, (payload) => handlers.onMessage(payload));
     handlers.onReady(null);

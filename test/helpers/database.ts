@@ -59,7 +59,7 @@ let snapshotOnce: Promise<Blob> | undefined;
  * takes a fraction of that, and nearly every test file opens one. The file name hashes PGlite's version and
  * the migrations' source, so any change to either makes a new snapshot (and removes the old ones).
  */
-function migratedSnapshot(): Promise<Blob> {
+export function migratedSnapshot(): Promise<Blob> {
   snapshotOnce ??= (async () => {
     const fingerprint = await snapshotFingerprint();
     const file = path.join(SNAPSHOT_DIR, `pglite-migrated-${fingerprint}.tar`);
