@@ -32,7 +32,8 @@ export interface DatabaseHandle {
   /**
    * Hears of pooled connections the server ended (a restart, `pg_terminate_backend`, a failover,
    * `idle_session_timeout`): the pool has already dropped them and opens new ones on demand. On PGlite,
-   * hears that its worker thread stopped (every query answers 503 from then on; restart the process). For logs.
+   * hears that its worker thread stopped: queries answer 503 until it is back (on disk it opens the
+   * database again by itself; in memory it stays down, its data gone with it). For logs.
    */
   onConnectionError(listener: (error: Error) => void): void;
   close(): Promise<void>;

@@ -203,11 +203,18 @@ function destroy(client: pg.Client): void {
   (client.connection as unknown as { stream?: Socket }).stream?.destroy();
 }
 
-/** PGlite is in this process (in a thread of its own): its notifications cannot be lost or stall. */
+/**
+ * PGlite is in this process (in a thread of its own): its notifications cannot stall, so there is no
+ * heartbeat. They are lost only while its thread is down, which the thread reports (onLost, then
+ * onReady once it is back).
+ */
 export function listenWithPglite(pglite: Pick<PgliteThread, "listen" | "closed">): NotificationSource {
   return async (channel, handlers) => {
-    const unlisten = await pglite.listen(channel, (payload) => handlers.onMessage(payload));
-    handlers.onReady(null);
+    const unlisten = await pglite.listen(channel, {
+      onMessage: (payload) => handlers.onMessage(payload),
+      onLost: () => handlers.onLost(),
+      onReady: () => handlers.onReady(null),
+    });
     return {
       async close() {
         if (!pglite.closed) await unlisten().catch(() => {});

@@ -36,7 +36,6 @@ const fail = (id, error) => reply({ id, ok: false, error: serializeError(error) 
 
 /** @type {Map<number, OpenTransaction>} */
 const transactions = new Map();
-let nextTransaction = 1;
 /** @type {Map<string, () => Promise<void>>} */
 const unlisteners = new Map();
 
@@ -63,7 +62,9 @@ async function handle(pglite, request) {
         return reply({ id, ok: true, rows, affectedRows });
       }
       case "begin": {
-        const transaction = nextTransaction++;
+        // The request's id names the transaction: ids are unique across restarts of this thread, so a late
+        // `end` meant for a transaction of a thread that died cannot end another caller's.
+        const transaction = id;
         /** @type {() => void} */
         let begun = () => {};
         const started = new Promise((resolve) => (begun = () => resolve(undefined)));

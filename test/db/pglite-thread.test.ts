@@ -1,9 +1,11 @@
-import { sql } from "kysely";
+import { Kysely, PGliteDialect, sql } from "kysely";
 import t from "tap";
 import type { Test } from "tap";
 import { openDatabase } from "../../src/db/connect.js";
 import { startPgliteThread } from "../../src/db/pglite-thread.js";
+import { listenWithPglite } from "../../src/db/notifications.js";
 import { isDatabaseUnavailable } from "../../src/db/unavailable.js";
+import { eventually } from "../host/helpers.js";
 import { migratedSnapshot } from "../helpers/database.js";
 
 /**
@@ -123,4 +125,69 @@ t.test("a database that cannot open fails with PGlite's error instead of hanging
   const error = await startPgliteThread({ dataDir: "/dev/null/not-a-directory" }).catch((error: unknown) => error);
   t.ok(error instanceof Error, "rejected");
   t.match(error, { code: "ENOTDIR", message: /not a directory/ });
+});
+
+/**
+ * A real fault that ends the database's thread and not the process: a result larger than the thread's
+ * heap (Node's resourceLimits) ends it with ERR_WORKER_OUT_OF_MEMORY.
+ */
+const SMALL_HEAP = { maxOldGenerationSizeMb: 128 };
+const exhaustTheHeap = (db: Kysely<never>) => sql`select repeat('x', 1000000) from generate_series(1, 600)`.execute(db).catch((error: unknown) => error);
+
+t.test("on disk, a thread that dies is opened again: 503s meanwhile, committed rows kept, LISTEN resumes", async (t) => {
+  const pglite = await startPgliteThread({ dataDir: t.testdir(), resourceLimits: SMALL_HEAP });
+  const db = new Kysely<never>({ dialect: new PGliteDialect({ pglite }) });
+  t.teardown(() => db.destroy());
+  const stops: Error[] = [];
+  pglite.onStopped((error) => stops.push(error));
+  const events: string[] = [];
+  await listenWithPglite(pglite)("t_restart", {
+    onMessage: (payload) => events.push(`message ${payload}`),
+    onReady: () => events.push("ready"),
+    onLost: () => events.push("lost"),
+    onProven: () => {},
+  });
+  await sql`create table kept (id int primary key)`.execute(db);
+  await db.transaction().execute(async (tx) => {
+    await sql`insert into kept values (1), (2)`.execute(tx);
+  });
+
+  const death = await exhaustTheHeap(db);
+  t.match(death, { code: "57P02", message: /stopped: .*memory/ }, "the query in flight fails as an outage");
+  t.ok(isDatabaseUnavailable(death), "which requests answer 503");
+  const meanwhile = await sql`select 1`.execute(db).catch((error: unknown) => error);
+  t.match(meanwhile, { code: "57P02" }, "a query while it is down fails at once");
+  t.equal(stops.length, 1, "onStopped heard it once");
+  t.same(events, ["ready", "lost"], "the LISTEN heard that notifications may be missed");
+
+  let rows: unknown[] = [];
+  const back = async () => {
+    rows = (await sql<{ id: number }>`select id from kept order by id`.execute(db)).rows;
+    return true;
+  };
+  await eventually(() => back().catch(() => false), 20_000, "the database to be back");
+  t.same(rows, [{ id: 1 }, { id: 2 }], "back, with the committed rows");
+  t.same(events, ["ready", "lost", "ready"], "the LISTEN is live again (before queries are let through)");
+  await sql`select pg_notify('t_restart', 'after')`.execute(db);
+  await eventually(() => events.includes("message after"), 5_000, "the notification");
+  await db.transaction().execute(async (tx) => {
+    await sql`insert into kept values (3)`.execute(tx);
+  });
+  t.equal((await sql<{ n: number }>`select count(*)::int as n from kept`.execute(db)).rows[0]!.n, 3, "transactions work again");
+
+  // Closing while it restarts ends the new thread too (a live one would keep the process running).
+  await exhaustTheHeap(db);
+  await pglite.close();
+  t.match(await sql`select 1`.execute(db).catch((error: unknown) => error), { message: /closed/ }, "closed means closed");
+});
+
+t.test("in memory, a thread that dies stays down: 503s, never a hang, and no empty database", async (t) => {
+  const pglite = await startPgliteThread({ snapshot: await migratedSnapshot(), resourceLimits: SMALL_HEAP });
+  const db = new Kysely<never>({ dialect: new PGliteDialect({ pglite }) });
+  t.teardown(() => db.destroy());
+  t.match(await exhaustTheHeap(db), { code: "57P02" });
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const later = await sql`select 1`.execute(db).catch((error: unknown) => error);
+  t.match(later, { code: "57P02" }, "still down a second later: its data died with the thread");
+  t.ok(isDatabaseUnavailable(later));
 });
