@@ -2,7 +2,8 @@ import t from "tap";
 import { PASSWORD } from "../helpers/auth.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
-import { chaosUnavailable, eventually, startServerProcess } from "./services.js";
+import { chaosUnavailable, startServerProcess } from "./services.js";
+import { eventually } from "../helpers/eventually.js";
 
 /**
  * Redis (rate-limit and lockout counters) dies under a production server, then comes back. Sign-in
@@ -49,10 +50,7 @@ t.test("Redis down during sign-in and sign-out", { skip: chaosUnavailable() }, a
   t.ok(server.alive(), "the process is alive through the outage");
 
   await redis.start();
-  t.ok(
-    await eventually(async () => (await new TestClient(url).signIn(email)).status === 200, 30_000, 500),
-    "once Redis is back, sign-in works again",
-  );
+  await eventually(async () => (await new TestClient(url).signIn(email)).status === 200, 30_000, "sign-in to work again once Redis is back", 500);
   t.ok(server.alive(), "the process is alive");
   t.match(server.output(), /redis/i, "the outage was logged");
 });

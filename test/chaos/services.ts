@@ -6,6 +6,7 @@ import path from "node:path";
 import pg from "pg";
 import type { Test } from "tap";
 import { freePort } from "../helpers/app.js";
+import { eventually } from "../helpers/eventually.js";
 
 /**
  * A PostgreSQL of the test's own, on a free port, that the test may stop, restart or stall (never the
@@ -127,16 +128,6 @@ export async function startOwnPostgres(t: Test): Promise<OwnPostgres> {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `check` until it returns true or `ms` pass; returns whether it did. */
-export async function eventually(check: () => Promise<boolean>, ms: number, everyMs = 200): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check().catch(() => false)) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(everyMs);
-  }
-}
-
 export interface ServerProcess {
   url: string;
   pid: number;
@@ -185,8 +176,9 @@ export async function startServerProcess(t: Test, env: Record<string, string>, e
     await rm(dataDir, { recursive: true, force: true });
   });
   const alive = () => child.exitCode === null && child.signalCode === null;
-  const up = await eventually(async () => alive() && (await fetch(`${url}/healthz`)).status === 200, 180_000, 250);
-  if (!up) throw new Error(`the server did not start:\n${output}`);
+  await eventually(async () => alive() && (await fetch(`${url}/healthz`)).status === 200, 180_000, "the server to start", 250).catch((error: Error) => {
+    throw new Error(`${error.message}:\n${output}`);
+  });
   return { url, pid: child.pid!, alive, output: () => output };
 }
 

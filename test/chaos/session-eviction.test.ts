@@ -5,7 +5,8 @@ import { allMigrations } from "../../migrations/index.js";
 import { startTestApp } from "../helpers/app.js";
 import { PASSWORD } from "../helpers/auth.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { chaosUnavailable, eventually, stallBackends, startOwnPostgres } from "./services.js";
+import { chaosUnavailable, stallBackends, startOwnPostgres } from "./services.js";
+import { eventually } from "../helpers/eventually.js";
 
 /**
  * A password reset, a password change or revoke-other-sessions in this process ends every one of the
@@ -80,5 +81,5 @@ t.test("revoking through the auth API evicts all of the user's cached sessions a
   resume();
   const listening = async () =>
     (await postgres.query("select pid from pg_stat_activity where application_name = 'tether-listen'")).length === stalled.length;
-  t.ok(await eventually(listening, 30_000), "LISTEN is up");
+  await eventually(listening, 30_000, "LISTEN to be up", 200);
 });

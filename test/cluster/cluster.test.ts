@@ -7,7 +7,8 @@ import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
 import { credentialPath } from "../../src/device/credentials.js";
 import { builtExecutable, startHost } from "../host/executable.js";
-import { eventually, protocolHeaders } from "../host/helpers.js";
+import { protocolHeaders } from "../host/helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { freePort, ownPostgres, startNginx, startReplica, type Replica } from "./cluster.js";
 
 /**

@@ -8,7 +8,7 @@ import type { Test } from "tap";
 import { TEST_SECRET } from "../helpers/app.js";
 import { freePort, spawnReplica } from "../helpers/replica-process.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
-import { eventually } from "../host/helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** The nginx configuration the README documents; the test runs exactly it, on its own ports. */
@@ -68,14 +68,9 @@ export async function startReplica(t: Test, env: ReplicaEnv, port: number): Prom
     if (!tornDown) t.comment(`replica on ${port} exited (${code ?? signal})${signal ? "" : `:\n${log.slice(-15).join("\n")}`}`);
   });
   const url = `http://127.0.0.1:${port}`;
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`replica on ${port} exited: ${log.slice(-10).join("\n")}`);
-      return (await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200;
-    },
-    120_000,
-    `the replica on ${port} to be healthy`,
-  );
+  // A replica that exits ends the wait at once, and says why.
+  await eventually(async () => child.exitCode !== null || (await fetch(`${url}/healthz`)).status === 200, 120_000, `the replica on ${port} to be healthy`);
+  if (child.exitCode !== null) throw new Error(`replica on ${port} exited: ${log.slice(-10).join("\n")}`);
   const line = log.find((entry) => entry.includes('"replica"'));
   const replicaId = line ? (JSON.parse(line) as { replica: string }).replica : "";
   return { port, url, child, replicaId, log };

@@ -15,7 +15,8 @@ import { afterSqlChange, bearer, mintToken, newUser } from "../helpers/auth.js";
 import { readJson, TestClient } from "../helpers/client.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
-import { eventually, pair, ScriptedDevice } from "../host/helpers.js";
+import { pair, ScriptedDevice } from "../host/helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 if (!TEST_DATABASE_URL) {
   t.plan(0, "replicas need a PostgreSQL server (PGlite is one process): run with TEST_DATABASE_URL=postgres://… (CI does)");

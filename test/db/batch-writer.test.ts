@@ -2,7 +2,7 @@ import t from "tap";
 import type { Test } from "tap";
 import { createBatchWriter } from "../../src/db/batch-writer.js";
 import { HOST_AUDIT_COLUMNS } from "../../src/db/schema.js";
-import { eventually } from "../host/helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { openTestDatabase } from "../helpers/database.js";
 
 const row = (userId: string, n: number) => ({ user_id: userId, event: "call", actor: "token", tool: `t${n}`, outcome: "ok" });

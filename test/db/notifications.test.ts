@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import t from "tap";
 import { listenWithPg, type ListenHandlers } from "../../src/db/notifications.js";
-import { eventually as eventuallyEvery } from "../chaos/services.js";
+import { eventually } from "../helpers/eventually.js";
 import { TEST_DATABASE_URL } from "../helpers/database.js";
 import { freePort } from "../helpers/replica-process.js";
 
@@ -34,9 +34,6 @@ class Recorder implements ListenHandlers {
   }
 }
 
-/** Polls every 25 ms for up to 10 s (the project's poller, tighter than its chaos default). */
-const eventually = (check: () => boolean | Promise<boolean>) => eventuallyEvery(async () => check(), 10_000, 25);
-
 t.test("one LISTEN connection serves every channel of the process", { skip }, async (t) => {
   const applicationName = `tether-listen-test-${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: url! });
@@ -60,23 +57,23 @@ t.test("one LISTEN connection serves every channel of the process", { skip }, as
 
   await notify(sessionChannel, "s:1");
   await notify(deviceChannel, "d:1");
-  t.ok(await eventually(() => sessions.messages.length === 1 && devices.messages.length === 1 && alsoSessions.messages.length === 1), "each notification arrives");
+  await eventually(() => sessions.messages.length === 1 && devices.messages.length === 1 && alsoSessions.messages.length === 1, 10_000, "each notification to arrive");
   t.same(sessions.messages, ["s:1"], "a channel's subscriber hears its channel only");
   t.same(devices.messages, ["d:1"], "and so does the other channel's");
   t.same(alsoSessions.messages, ["s:1"], "two subscribers of one channel both hear it");
-  t.ok(await eventually(() => sessions.proven > 2 && devices.proven > 2), "the one heartbeat proves delivery on both channels");
+  await eventually(() => sessions.proven > 2 && devices.proven > 2, 10_000, "the one heartbeat to prove delivery on both channels");
 
   await t.test("a terminated connection is lost for everyone, then back for everyone", async (t) => {
     const [before] = await backends();
     await admin.query("select pg_terminate_backend($1)", [before]);
-    t.ok(await eventually(() => sessions.lost === 1 && devices.lost === 1), "every subscriber hears it is lost");
-    t.ok(await eventually(() => sessions.ready === 2 && devices.ready === 2 && alsoSessions.ready === 2), "and that it is ready again");
+    await eventually(() => sessions.lost === 1 && devices.lost === 1, 10_000, "every subscriber to hear it is lost");
+    await eventually(() => sessions.ready === 2 && devices.ready === 2 && alsoSessions.ready === 2, 10_000, "every subscriber to hear it is ready again");
     const after = await backends();
     t.equal(after.length, 1, "still one connection");
     t.not(after[0], before, "a new one");
     await notify(deviceChannel, "d:2");
     await notify(sessionChannel, "s:2");
-    t.ok(await eventually(() => devices.messages.includes("d:2") && sessions.messages.includes("s:2")), "both channels are heard on the new connection");
+    await eventually(() => devices.messages.includes("d:2") && sessions.messages.includes("s:2"), 10_000, "both channels to be heard on the new connection");
   });
 
   await t.test("a channel new to a live connection", async (t) => {
@@ -85,24 +82,24 @@ t.test("one LISTEN connection serves every channel of the process", { skip }, as
     const subscription = await listen(lateChannel, late);
     t.equal(late.ready, 1, "is ready once subscribed");
     await notify(lateChannel, "late");
-    t.ok(await eventually(() => late.messages.includes("late")), "and heard");
+    await eventually(() => late.messages.includes("late"), 10_000, "the late subscriber to hear its message");
     t.equal((await backends()).length, 1, "on the same connection");
     await subscription.close();
     await notify(lateChannel, "after close");
     await notify(deviceChannel, "d:3");
-    t.ok(await eventually(() => devices.messages.includes("d:3")), "the others keep hearing theirs");
+    await eventually(() => devices.messages.includes("d:3"), 10_000, "the others to keep hearing theirs");
     t.notOk(late.messages.includes("after close"), "a closed subscription hears nothing more");
   });
 
   await t.test("the connection ends with the last subscription", async (t) => {
     await Promise.all(subscriptions.map((subscription) => subscription.close()));
-    t.ok(await eventually(async () => (await backends()).length === 0), "no LISTEN connection is left");
+    await eventually(async () => (await backends()).length === 0, 10_000, "no LISTEN connection to be left");
     const again = new Recorder();
     const subscription = await listen(sessionChannel, again);
     t.teardown(() => subscription.close());
     t.equal(again.ready, 1, "a later subscription opens it again");
     await notify(sessionChannel, "s:3");
-    t.ok(await eventually(() => again.messages.includes("s:3")), "and hears its channel");
+    await eventually(() => again.messages.includes("s:3"), 10_000, "the new subscriber to hear its channel");
     t.notOk(sessions.messages.includes("s:3"), "a closed subscriber does not");
   });
 });

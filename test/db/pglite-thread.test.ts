@@ -5,7 +5,7 @@ import { openDatabase } from "../../src/db/connect.js";
 import { startPgliteThread } from "../../src/db/pglite-thread.js";
 import { listenWithPglite } from "../../src/db/notifications.js";
 import { isDatabaseUnavailable } from "../../src/db/unavailable.js";
-import { eventually } from "../host/helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { migratedSnapshot } from "../helpers/database.js";
 
 /**

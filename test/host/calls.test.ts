@@ -1,5 +1,6 @@
 import t from "tap";
-import { connectedDevice, eventually, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { connectedDevice, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { readJson } from "../helpers/client.js";
 
 /** One server for the file; every test has its own owner and devices, so they stay apart. */

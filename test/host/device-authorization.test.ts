@@ -2,7 +2,8 @@ import t from "tap";
 import { startTestApp } from "../helpers/app.js";
 import { readJson, uniqueEmail } from "../helpers/client.js";
 import { browserClient, HTMX_HEADERS, textOf } from "../pages/support.js";
-import { eventually, protocolHeaders } from "./helpers.js";
+import { protocolHeaders } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 /**
  * RFC 8628 device authorization over real HTTP, as tether-host speaks it (the executable itself is

@@ -4,7 +4,7 @@ import { createMemoryDispatcher, DeviceCallError, type DeviceChannel, type Dispa
 import { createRedisDispatcher } from "../../src/plugins/host/redis-dispatcher.js";
 import type { AnnouncedTool } from "../../src/protocol/index.js";
 import { startOwnRedis } from "../helpers/redis-server.js";
-import { eventually } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 /**
  * One contract, two backends. Each test gets two replicas: `holder` (where the device's stream is)

@@ -5,7 +5,8 @@ import path from "node:path";
 import t from "tap";
 import { openTestDatabase } from "../helpers/database.js";
 import { builtExecutable, startHost as startExecutable } from "./executable.js";
-import { eventually, signedIn, startHostServer } from "./helpers.js";
+import { signedIn, startHostServer } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { readJson } from "../helpers/client.js";
 
 /**

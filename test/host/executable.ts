@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { Test } from "tap";
 import { buildHost, type HostTarget } from "../../scripts/build-host.js";
 import { IN_CI } from "../helpers/database.js";
-import { eventually } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 /**
  * The real device executable built from bin/host.ts (reused when newer than its sources). Outside CI,

@@ -170,15 +170,6 @@ export class ScriptedDevice {
   }
 }
 
-/** Polls `predicate` until it holds (tests never assert on timing, only on eventual state). */
-export async function eventually(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 /**
  * A signed-in owner with a paired device (named `name`) that has said hello and holds its stream open
  * (closed at the end of `t`): the one set-up for tests about a connected device.

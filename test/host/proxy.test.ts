@@ -12,7 +12,8 @@ import t from "tap";
 import { freePort } from "../helpers/app.js";
 import { IN_CI } from "../helpers/database.js";
 import { approvalPrompt, builtExecutable, startHost } from "./executable.js";
-import { eventually, signedIn, startHostServer } from "./helpers.js";
+import { signedIn, startHostServer } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { readJson } from "../helpers/client.js";
 
 const TINYPROXY = "/usr/bin/tinyproxy";

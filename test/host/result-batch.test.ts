@@ -13,7 +13,8 @@ import { runHost } from "../../src/device/host.js";
 import { MAX_RESULT_BATCH_BYTES, MAX_RESULT_BATCH_ITEMS, type ResultBody } from "../../src/protocol/index.js";
 import { builtinTools, defineLocalTool, type LocalTool } from "../../src/tools/index.js";
 import { readJson } from "../helpers/client.js";
-import { connectedDevice, eventually, signedIn, startHostServer, type ScriptedDevice } from "./helpers.js";
+import { connectedDevice, signedIn, startHostServer, type ScriptedDevice } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 const postBatch = (device: ScriptedDevice, body: unknown) =>
   fetch(`${device.url}/api/host/results`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: typeof body === "string" ? body : JSON.stringify(body) });

@@ -9,7 +9,8 @@ import { backoffDelay, ExitCode, runHost } from "../../src/device/host.js";
 import { HOST_VERSION } from "../../src/device/version.js";
 import { builtinTools, defineLocalTool, defineShellTool } from "../../src/tools/index.js";
 import { freePort } from "../helpers/app.js";
-import { eventually, signedIn, startHostServer } from "./helpers.js";
+import { signedIn, startHostServer } from "./helpers.js";
+import { eventually } from "../helpers/eventually.js";
 import { readJson } from "../helpers/client.js";
 
 /** The device runtime in this process (the executable's own test is e2e.test.ts). */

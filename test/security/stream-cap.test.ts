@@ -6,7 +6,7 @@ import t from "tap";
 import { MAX_LIVE_STREAMS_PER_USER } from "../../src/web/routes/devices-dashboard.js";
 import { startTestApp } from "../helpers/app.js";
 import { cookieOf, newUser } from "../helpers/auth.js";
-import { eventually } from "../host/helpers.js";
+import { eventually } from "../helpers/eventually.js";
 
 const { url } = await startTestApp(t);
 
