@@ -175,7 +175,7 @@ t.test("on disk, a thread that dies is opened again: 503s meanwhile, committed r
   });
   t.equal((await sql<{ n: number }>`select count(*)::int as n from kept`.execute(db)).rows[0]!.n, 3, "transactions work again");
 
-  // Closing while it restarts ends the new thread too (a live one would keep the process running).
+  // Closing while it is down cancels the pending restart: a new thread would keep the process running.
   await exhaustTheHeap(db);
   await pglite.close();
   t.match(await sql`select 1`.execute(db).catch((error: unknown) => error), { message: /closed/ }, "closed means closed");
