@@ -77,16 +77,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<DatabaseHand
     await mkdir(dataDir, { recursive: true });
   }
   // PGlite runs in a worker thread of its own: its queries never hold up the request thread.
-  const listeners = new Set<(error: Error) => void>();
   const pglite = await startPgliteThread(target.kind === "pglite-memory" ? { snapshot: target.snapshot } : { dataDir });
-  pglite.onStopped((error) => {
-    for (const listener of listeners) listener(error);
-  });
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
   const close = async () => {
     await db.destroy();
     // Kysely closes PGlite only if it ever ran a query; the thread must end either way (it keeps the process alive).
     await pglite.close();
   };
-  return { db, kind: target.kind, listen: listenWithPglite(pglite), onConnectionError: (listener) => listeners.add(listener), close };
+  return { db, kind: target.kind, listen: listenWithPglite(pglite), onConnectionError: (listener) => pglite.onStopped(listener), close };
 }

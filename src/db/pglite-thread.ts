@@ -35,7 +35,8 @@ export type PgliteReply =
   | { id: number; ok: true; rows?: unknown[]; affectedRows?: number; transaction?: number }
   | { id: number; ok: false; error: SerializedError };
 
-type WorkerMessage = PgliteReply | { ready: true } | { ready: false; error: SerializedError } | { notification: string; payload: string };
+type Notification = { notification: string; payload: string };
+type WorkerMessage = PgliteReply | Notification | { ready: true } | { ready: false; error: SerializedError };
 
 /** SQLSTATE 57P02 (crash shutdown): isDatabaseUnavailable counts it, so requests answer 503. */
 const STOPPED_CODE = "57P02";
@@ -91,7 +92,7 @@ export async function startPgliteThread(options: PgliteThreadOptions): Promise<P
   let restartTimer: NodeJS.Timeout | undefined;
   let restarting: Promise<void> | undefined;
 
-  const onMessage = (message: PgliteReply | { notification: string; payload: string }) => {
+  const onMessage = (message: PgliteReply | Notification) => {
     if ("notification" in message) {
       for (const handlers of channels.get(message.notification) ?? []) handlers.onMessage(message.payload);
       return;
