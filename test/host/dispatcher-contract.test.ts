@@ -212,6 +212,26 @@ function contract(t: Test, backend: Backend) {
 }
 
 t.test("in memory", async (t) => contract(t, memory));
+
+t.test("in memory: the last `settledMemory` settled calls are told apart from unknown ones, older ones are forgotten", async (t) => {
+  const replicas = await memory(t, { settledMemory: 3 });
+  const { holder, caller } = replicas;
+  const { channel } = await connected(replicas);
+  const ids: string[] = [];
+  for (let n = 1; n <= 7; n++) {
+    const pending = caller.call("d1", "stat", {});
+    const { id } = await channel.nthCall(n);
+    ids.push(id);
+    t.equal(await holder.settle("d1", { id, ok: true, result: n }), "accepted");
+    t.equal(await pending, n);
+  }
+  t.same(
+    await Promise.all(ids.map((id) => holder.settle("d1", { id, ok: true, result: 0 }))),
+    ["unknown_call", "unknown_call", "unknown_call", "unknown_call", "already_settled", "already_settled", "already_settled"],
+    "a replay of the last three is a replay; the four before are unknown",
+  );
+  t.equal(await holder.settle("d2", { id: ids[6]!, ok: true, result: 0 }), "wrong_device");
+});
 t.test("on Redis, two replicas", async (t) => contract(t, await redisBackend(t)));
 
 t.test("on Redis: Redis goes away, calls fail at once with DISPATCH_UNAVAILABLE and streams close; it comes back and so do they", async (t) => {

