@@ -48,7 +48,7 @@ export function startHost(executable: string, env: Record<string, string>, cwd: 
     exited,
     async waitFor(pattern, timeoutMs = 20_000) {
       let found: string | undefined;
-      await eventually(() => (found = stderr.find((line) => pattern.test(line))) !== undefined, timeoutMs, `a line matching ${pattern} (got: ${stderr.join(" | ")})`);
+      await eventually(() => (found = stderr.find((line) => pattern.test(line))) !== undefined, timeoutMs, () => `a line matching ${pattern} (got: ${[...stderr, buffer].join(" | ")})`);
       return found!;
     },
   };
