@@ -39,11 +39,13 @@ export const securityHeadersPlugin = fp<SecurityHeadersOptions>(
     };
     if (options.https) headers["strict-transport-security"] = "max-age=31536000";
 
-    fastify.addHook("onSend", async (_request, reply, payload) => {
-      for (const [name, value] of Object.entries(headers)) {
+    const entries = Object.entries(headers);
+    // A callback hook (every response passes here; an async one costs a promise and a microtask turn).
+    fastify.addHook("onSend", (_request, reply, payload, done) => {
+      for (const [name, value] of entries) {
         if (!reply.hasHeader(name)) reply.header(name, value);
       }
-      return payload;
+      done(null, payload);
     });
   },
   { name: "tether-security-headers", fastify: "5.x" },

@@ -125,12 +125,12 @@ export const sessionPlugin = fp(
     if (cache) {
       // Whatever an auth API call did to the caller's own session (sign-out, password change), this
       // process forgets it before the response leaves; other processes hear it from the database.
-      fastify.addHook("onSend", async (request, _reply, payload) => {
+      fastify.addHook("onSend", (request, _reply, payload, done) => {
         if (request.method === "POST" && request.url.startsWith(authBasePath)) {
           const token = verifySignedCookie(request.cookies[cookieName] ?? "", context.secret);
           if (token) cache.dropSession(token);
         }
-        return payload;
+        done(null, payload);
       });
     }
 
