@@ -69,9 +69,33 @@ export function isStorableText(value: string): boolean {
 /**
  * The first place in `value` (a parsed body, query or params object) holding text PostgreSQL refuses,
  * as a dotted path ("" for the value itself), or null when everything is storable. Iterative, so
- * even a value built by a custom parser cannot overflow the stack here.
+ * even a value built by a custom parser cannot overflow the stack here. Every request body passes
+ * here, so the walk keeps no paths: only a value that fails is walked again to name the place.
  */
 export function findUnstorableText(value: unknown): string | null {
+  return holdsUnstorableText(value) ? pathToUnstorableText(value) : null;
+}
+
+function holdsUnstorableText(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const current = pending.pop();
+    if (typeof current === "string") {
+      if (!isStorableText(current)) return true;
+    } else if (Array.isArray(current)) {
+      for (const item of current) pending.push(item);
+    } else if (current !== null && typeof current === "object" && !Buffer.isBuffer(current)) {
+      for (const key in current) {
+        if (!Object.hasOwn(current, key)) continue;
+        if (!isStorableText(key)) return true;
+        pending.push((current as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
+function pathToUnstorableText(value: unknown): string | null {
   const pending: Array<[unknown, string]> = [[value, ""]];
   while (pending.length > 0) {
     const [current, path] = pending.pop()!;
@@ -122,7 +146,15 @@ export const inputGuardPlugin = fp(
 
     // preValidation: after routing and body parsing, before schemas and handlers, for every route
     // (the not-found handler included, whose query could otherwise reach a page render).
-    fastify.addHook("preValidation", async (request) => checkRequest(request));
+    // A callback hook: it never waits, and an async one costs a promise and a microtask turn per request.
+    fastify.addHook("preValidation", (request, _reply, done) => {
+      try {
+        checkRequest(request);
+      } catch (error) {
+        return done(error as Error);
+      }
+      done();
+    });
   },
   { name: "tether-input-guard", fastify: "5.x" },
 );
