@@ -1,4 +1,12 @@
+import * as crypto from "node:crypto";
 import { createHash, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
+
+/**
+ * `crypto.hash` (Node 20.12 and later) digests a short string in one call, a third of the time of
+ * `createHash().update().digest()`: API and device tokens are hashed on every request that carries
+ * one. Older Node 20 releases take the long way.
+ */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: "hex") => string }).hash;
 
 /**
  * The one place Tether hashes and compares secrets (API tokens, device tokens, pairing codes, shared
@@ -6,7 +14,7 @@ import { createHash, randomBytes, randomInt, timingSafeEqual } from "node:crypto
  * right hash: a slow password hash would add latency to every request without adding security.
  */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("hex");
+  return oneShotHash ? oneShotHash("sha256", secret, "hex") : createHash("sha256").update(secret, "utf8").digest("hex");
 }
 
 /** Constant-time comparison of two strings of any length (digests first, so lengths leak nothing). */
