@@ -139,6 +139,8 @@ interface Connection extends DeviceConnection {
   userId: string;
   channel: DeviceChannel;
   tools: ReadonlyMap<string, AnnouncedTool>;
+  /** The same tools as announced, handed out by `toolsOf` (read on every call: no copy each time). */
+  toolList: readonly AnnouncedTool[];
   pending: Set<Pending>;
   closed: boolean;
 }
@@ -217,6 +219,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
         userId: device.userId,
         channel,
         tools: new Map(tools.map((tool) => [tool.name, tool])),
+        toolList: Object.freeze([...tools]),
         pending: new Set(),
         closed: false,
         detach: () => retire(connection, disconnected("The device disconnected before answering")),
@@ -240,10 +243,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
 
     isOnline: (deviceId) => connections.has(deviceId),
 
-    toolsOf: (deviceId) => {
-      const connection = connections.get(deviceId);
-      return connection ? [...connection.tools.values()] : undefined;
-    },
+    toolsOf: (deviceId) => connections.get(deviceId)?.toolList,
 
     call(deviceId, toolName, input, callOptions = {}) {
       const connection = connections.get(deviceId);
