@@ -1,3 +1,4 @@
+import http from "node:http";
 import t from "tap";
 import { connectedDevice, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
 import { eventually } from "../helpers/eventually.js";
@@ -104,6 +105,42 @@ t.test("calls through POST /api/host/calls", async (t) => {
     const audit = () => server.database.db.selectFrom("host_audit").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
     await eventually(async () => (await audit()).length === 1, 5000, "the audit row");
     t.same(await audit(), [{ outcome: "error", error_code: "CALL_ABORTED" }]);
+  });
+
+  t.test("a caller that hangs up after earlier calls on the same keep-alive connection: only the waiting call is cancelled", async (t) => {
+    const { owner, device, deviceId } = await connected();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    t.teardown(() => agent.destroy());
+    const body = JSON.stringify({ deviceId, tool: "stat", input: { path: "." } });
+    const headers = { cookie: owner.cookieHeader, origin: server.url, "content-type": "application/json" };
+    const send = () => {
+      const request = http.request(`${server.url}/api/host/calls`, { method: "POST", agent, headers });
+      const answered = new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        request.on("response", (response) => response.resume().on("end", () => resolve({ status: response.statusCode!, reused: request.reusedSocket })));
+        request.on("error", reject);
+      });
+      request.end(body);
+      return { request, answered };
+    };
+    for (const expectReused of [false, true]) {
+      const { answered } = send();
+      const call = await device.nextCall();
+      t.equal((await device.postResult({ id: call.id, ok: true, result: { size: 1 } })).status, 204);
+      t.same(await answered, { status: 200, reused: expectReused });
+    }
+    const third = send();
+    third.answered.catch(() => {});
+    const call = await device.nextCall();
+    t.ok(third.request.reusedSocket, "the third call rides the same connection");
+    third.request.destroy();
+    t.same(await device.next("cancel"), { id: call.id }, "the device is told to cancel the call that was waiting");
+    const audit = () => server.database.db.selectFrom("host_audit").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
+    await eventually(async () => (await audit()).length === 3, 5000, "three audit rows");
+    t.same(await audit(), [
+      { outcome: "ok", error_code: null },
+      { outcome: "ok", error_code: null },
+      { outcome: "error", error_code: "CALL_ABORTED" },
+    ]);
   });
 
   t.test("a device that disconnects mid-call: 502", async (t) => {

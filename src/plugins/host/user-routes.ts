@@ -14,6 +14,7 @@ import {
   ProposalListJson,
   RejectedJson,
 } from "./api-schemas.js";
+import { connectionClosed } from "../../http/connection-signal.js";
 import { jsonResponses, NoContent } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
@@ -67,11 +68,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const who = await caller(request);
     const { deviceId, tool, input, timeoutMs } = request.body;
     // A client that hangs up stops the wait, and the device is told to cancel.
-    const gone = new AbortController();
-    reply.raw.once("close", () => {
-      if (!reply.raw.writableFinished) gone.abort();
-    });
-    const outcome = await service.call(who, { deviceId, tool, input: input ?? {}, signal: gone.signal, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+    const outcome = await service.call(who, { deviceId, tool, input: input ?? {}, signal: connectionClosed(request), ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
     if (outcome.kind === "result") return { tool: tool, class: outcome.tool.class, result: outcome.result };
     const { proposal } = outcome;
     return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff, summary: proposal.summary, expiresAt: proposal.expiresAt });
