@@ -1,7 +1,9 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { Kysely } from "kysely";
 import { USER_COLUMNS, type Database, type SessionRow, type UserRow } from "../../db/schema.js";
 import type { Auth } from "../auth/create-auth.js";
 import { bearerToken } from "../../http/bearer.js";
+import { toWebHeaders } from "../../http/web-headers.js";
 import { createApiTokenVerifier } from "./api-tokens.js";
 import type { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
@@ -34,8 +36,8 @@ export interface ResolutionInput {
    */
   dontRememberCookie?: string | undefined;
   authorization: string | undefined;
-  /** The request's headers, for the rare cases handed to better-auth. */
-  headers: () => Headers;
+  /** The request's headers, for the rare cases handed to better-auth (copied as Fetch headers only then). */
+  headers: IncomingHttpHeaders;
 }
 
 export interface SessionResolverDeps {
@@ -85,7 +87,7 @@ export function createSessionResolver(deps: SessionResolverDeps) {
     const dueForRefresh = !neverRefreshed && row.session.expiresAt.getTime() - refreshWindowMs <= now;
     if (!expired && !dueForRefresh) return { session: row, tokenScopes: null, setCookies: [] };
 
-    const { headers, response } = await auth.api.getSession({ headers: input.headers(), returnHeaders: true });
+    const { headers, response } = await auth.api.getSession({ headers: toWebHeaders(input.headers), returnHeaders: true });
     const setCookies = headers.getSetCookie();
     if (!response) return setCookies;
     const refreshed = { user: { ...row.user }, session: { ...row.session, expiresAt: new Date(response.session.expiresAt), updatedAt: new Date(response.session.updatedAt) } };

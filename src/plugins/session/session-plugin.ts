@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ForbiddenError, HttpError, LoginRequiredError } from "../../http/errors.js";
-import { toWebHeaders } from "../../http/web-headers.js";
 import { SESSION_EXPIRES_IN_SECONDS, SESSION_UPDATE_AGE_SECONDS } from "../auth/create-auth.js";
 import { notifyUserChanged, onUserChanged } from "../auth/user-changes.js";
 import { createApiToken, listApiTokens, revokeApiToken, tokenAllows, type ApiTokenSummary, type CreatedApiToken, type NewApiTokenInput } from "./api-tokens.js";
@@ -142,7 +141,7 @@ export const sessionPlugin = fp(
         sessionCookie: request.cookies[cookieName],
         dontRememberCookie: request.cookies[dontRememberCookieName],
         authorization: request.headers.authorization,
-        headers: () => toWebHeaders(request.headers),
+        headers: request.headers,
       }).then((resolution) => {
         if (resolution.setCookies.length > 0) request[kReply]?.header("set-cookie", resolution.setCookies);
         return resolution;
