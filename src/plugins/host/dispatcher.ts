@@ -125,14 +125,46 @@ export interface MemoryDispatcherOptions {
   callIdPrefix?: string;
 }
 
-interface Pending {
-  id: string;
-  deviceId: string;
-  toolClass: AnnouncedTool["class"];
-  connection: Connection;
-  resolve(value: unknown): void;
-  reject(error: DeviceCallError): void;
-  cleanup(): void;
+/**
+ * A call awaiting its result. A class, not a set of closures: one is made per call, and its timer and
+ * its abort listener (the object itself, through `handleEvent`) need no function of their own.
+ */
+class Pending {
+  resolve!: (value: unknown) => void;
+  reject!: (error: DeviceCallError) => void;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    readonly id: string,
+    readonly deviceId: string,
+    readonly toolClass: AnnouncedTool["class"],
+    readonly connection: Connection,
+    /** Ends the call without a result (timed out, abandoned): the dispatcher's, shared by its calls. */
+    private readonly giveUp: (pending: Pending, error: DeviceCallError) => void,
+    readonly timeoutMs: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.timer = setTimeout(timedOut, timeoutMs, this);
+    signal?.addEventListener("abort", this, { once: true });
+  }
+
+  /** The caller's signal aborted. */
+  handleEvent(): void {
+    this.giveUp(this, new DeviceCallError("CALL_ABORTED", "The caller stopped waiting"));
+  }
+
+  timedOut(): void {
+    this.giveUp(this, new DeviceCallError("DEVICE_TIMEOUT", `The device did not answer within ${this.timeoutMs} ms`));
+  }
+
+  cleanup(): void {
+    clearTimeout(this.timer);
+    this.signal?.removeEventListener("abort", this);
+  }
+}
+
+function timedOut(pending: Pending): void {
+  pending.timedOut();
 }
 
 interface Connection extends DeviceConnection {
@@ -199,6 +231,14 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
       connections.delete(connection.deviceId);
       announce(connection, false);
     }
+  };
+
+  /** A call ends without a result (timed out, abandoned): the device is told to cancel it. */
+  const giveUp = (pending: Pending, error: DeviceCallError) => {
+    if (!pendingCalls.has(pending.id)) return;
+    remember(pending);
+    if (!pending.connection.closed) pending.connection.channel.send(StreamEvent.cancel, { id: pending.id });
+    pending.reject(error);
   };
 
   const disconnected = (message: string) => new DeviceCallError("DEVICE_DISCONNECTED", message);
@@ -269,37 +309,17 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
       const timeoutMs = Math.min(Math.max(1, callOptions.timeoutMs ?? defaultTimeoutMs), maxTimeoutMs);
       const id = callIdPrefix + randomUUID();
 
-      return new Promise<unknown>((resolve, reject) => {
-        const giveUp = (error: DeviceCallError) => {
-          if (!pendingCalls.has(id)) return;
-          remember(pending);
-          if (!connection.closed) connection.channel.send(StreamEvent.cancel, { id });
-          reject(error);
-        };
-        const timer = setTimeout(
-          () => giveUp(new DeviceCallError("DEVICE_TIMEOUT", `The device did not answer within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-        const onAbort = () => giveUp(new DeviceCallError("CALL_ABORTED", "The caller stopped waiting"));
-        callOptions.signal?.addEventListener("abort", onAbort, { once: true });
-        const pending: Pending = {
-          id,
-          deviceId,
-          toolClass: tool.class,
-          connection,
-          resolve,
-          reject,
-          cleanup: () => {
-            clearTimeout(timer);
-            callOptions.signal?.removeEventListener("abort", onAbort);
-          },
-        };
-        pendingCalls.set(id, pending);
-        connection.pending.add(pending);
-        const event: CallEvent = { id, tool: toolName, input, mode, timeoutMs };
-        if (callOptions.expectedPlan !== undefined) event.expectedPlan = callOptions.expectedPlan;
-        connection.channel.send(StreamEvent.call, event);
+      const pending = new Pending(id, deviceId, tool.class, connection, giveUp, timeoutMs, callOptions.signal);
+      const result = new Promise<unknown>((resolve, reject) => {
+        pending.resolve = resolve;
+        pending.reject = reject;
       });
+      pendingCalls.set(id, pending);
+      connection.pending.add(pending);
+      const event: CallEvent = { id, tool: toolName, input, mode, timeoutMs };
+      if (callOptions.expectedPlan !== undefined) event.expectedPlan = callOptions.expectedPlan;
+      connection.channel.send(StreamEvent.call, event);
+      return result;
     },
 
     async expects(deviceId, callId) {
