@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Socket } from "node:net";
 import type { FastifyRequest } from "fastify";
 
@@ -18,6 +19,9 @@ export function connectionClosed(request: FastifyRequest): AbortSignal {
   let signal = signals.get(socket);
   if (signal === undefined) {
     const controller = new AbortController();
+    // Each request still waiting holds one listener; a client pipelining requests may have more than
+    // Node's default of ten waiting at once, which is no leak (each is removed when its request ends).
+    setMaxListeners(0, controller.signal);
     socket.once("close", () => controller.abort());
     signal = controller.signal;
     signals.set(socket, signal);

@@ -1,4 +1,5 @@
 import http from "node:http";
+import net from "node:net";
 import t from "tap";
 import { connectedDevice, pair, ScriptedDevice, signedIn, startHostServer } from "./helpers.js";
 import { eventually } from "../helpers/eventually.js";
@@ -141,6 +142,39 @@ t.test("calls through POST /api/host/calls", async (t) => {
       { outcome: "ok", error_code: null },
       { outcome: "error", error_code: "CALL_ABORTED" },
     ]);
+  });
+
+  t.test("twelve calls pipelined on one connection wait at once and all come back, with no listener-leak warning", async (t) => {
+    const { owner, device, deviceId } = await connected();
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    t.teardown(() => process.off("warning", onWarning));
+    const { hostname, port } = new URL(server.url);
+    const socket = net.connect(Number(port), hostname);
+    t.teardown(() => socket.destroy());
+    let received = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+    const requests = Array.from({ length: 12 }, (_, i) => {
+      const body = JSON.stringify({ deviceId, tool: "stat", input: { path: `f${i}` } });
+      return (
+        `POST /api/host/calls HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncookie: ${owner.cookieHeader}\r\norigin: ${server.url}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      );
+    });
+    socket.write(requests.join(""));
+    // All twelve wait at once (the device holds its answers until the last call arrives).
+    const calls = [];
+    for (let i = 0; i < 12; i++) calls.push(await device.nextCall());
+    for (const call of calls) t.equal((await device.postResult({ id: call.id, ok: true, result: { echo: call.input } })).status, 204);
+    const answered = () => received.match(/HTTP\/1\.1 200 OK/g)?.length ?? 0;
+    await eventually(() => answered() === 12, 10_000, () => `twelve answers (have ${answered()})`);
+    t.same(
+      [...received.matchAll(/"path":"(f\d+)"/g)].map((match) => match[1]),
+      Array.from({ length: 12 }, (_, i) => `f${i}`),
+      "each answer in its request's order",
+    );
+    t.same(warnings, [], "no warning");
   });
 
   t.test("a device that disconnects mid-call: 502", async (t) => {
