@@ -14,18 +14,28 @@ export interface BenchApp {
   /** A signed-up user's session cookie (`name=value`). */
   cookie: string;
   /** Mints an API token for that user. */
-  mintToken(scopes?: string[]): Promise<string>;
+  mintToken(this: void, scopes?: string[]): Promise<string>;
 }
 
 /** The example app on `database`, listening on loopback, with one signed-up user. */
 /** With `redisUrl`, the app is one of several replicas sharing a dispatcher through that Redis. */
-export async function startBenchApp(database: DatabaseHandle, options: { redisUrl?: string } = {}): Promise<BenchApp> {
+/** `env`: further settings (the noisy-neighbour run turns production limits on). */
+export async function startBenchApp(database: DatabaseHandle, options: { redisUrl?: string; env?: Record<string, string> } = {}): Promise<BenchApp> {
   await migrateToLatest(database.db, allMigrations);
   const app = await buildApp({
-    // No connection cap (the idle-stream run opens thousands of streams at once), and no cap on
-    // requests per keep-alive connection: past it Node answers 503 to clients that, like autocannon,
-    // do not honour `Connection: close`, which would count as calls.
-    config: loadConfig({ NODE_ENV: "bench", BETTER_AUTH_URL: BENCH_ORIGIN, MAX_CONNECTIONS: "0", MAX_REQUESTS_PER_SOCKET: "0", ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}) }),
+    // No connection cap and no stream caps (the idle-stream run opens thousands of device streams of
+    // one user at once), and no cap on requests per keep-alive connection: past it Node answers 503 to
+    // clients that, like autocannon, do not honour `Connection: close`, which would count as calls.
+    config: loadConfig({
+      NODE_ENV: "bench",
+      BETTER_AUTH_URL: BENCH_ORIGIN,
+      MAX_CONNECTIONS: "0",
+      MAX_REQUESTS_PER_SOCKET: "0",
+      STREAMS_PER_USER: "0",
+      STREAMS_PER_CREDENTIAL: "0",
+      ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
+      ...options.env,
+    }),
     db: database.db,
     listen: database.listen,
     secret: BENCH_SECRET,

@@ -247,6 +247,13 @@ export async function benchHost(): Promise<void> {
     await post(`${base}/mcp`, mcpCall, 10, 1, mcpHeaders);
     const mcp1 = await latency(`${base}/mcp`, mcpCall, SECONDS, mcpHeaders);
     const mcp10 = await post(`${base}/mcp`, mcpCall, 10, SECONDS, mcpHeaders);
+    // The same call at 2026-07-28: no session, the `_meta` envelope and the standard headers on each request.
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": { name: "bench", version: "1" }, "io.modelcontextprotocol/clientCapabilities": {} };
+    const modernCall = { ...mcpCall, params: { ...mcpCall.params, _meta: meta } };
+    const modernHeaders = { ...mcpHeaders, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "stat" };
+    await post(`${base}/mcp`, modernCall, 10, 1, modernHeaders);
+    const modern1 = await latency(`${base}/mcp`, modernCall, SECONDS, modernHeaders);
+    const modern10 = await post(`${base}/mcp`, modernCall, 10, SECONDS, modernHeaders);
 
     // The same question to the MCP filesystem server, over stdio through the MCP SDK's client.
     await writeFile(path.join(work, "probe.txt"), "probe\n");
@@ -264,6 +271,7 @@ export async function benchHost(): Promise<void> {
       ["MCP filesystem get_file_info (stdio)", mcp.one, "ms", { rps: mcp.many.perSecond, p99: mcp.many.p99, errors: 0 }],
       ["Tether stat, one replica", calls1, "us", underLoad(calls10)],
       ["Tether stat via MCP tools/call on /mcp", mcp1, "us", underLoad(mcp10)],
+      ["  the same at MCP 2026-07-28", modern1, "us", underLoad(modern10)],
       ["Tether stat, two replicas + Redis", cluster.one, "us", underLoad(cluster.many)],
     ];
     if (processes) {
@@ -300,10 +308,11 @@ export async function benchHost(): Promise<void> {
           `${fmt(ofBare * 100, 1)}% of bare (the bar: ${fmt((rpsLimit / ISSUE_BARE_RPS) * 100, 1)}%)`,
       );
     };
+    // Positions in `rows` above (the 2026-07-28 row sits after the 2025 /mcp row).
     verdict("one replica, PGlite", rows[2]!, 1, 3000);
-    if (processes) verdict("one replica process, PostgreSQL + Redis", rows[5]!, 1, 3000);
-    verdict("two replicas (app instances, PGlite + Redis)", rows[4]!, 2, 1500);
-    if (processes) verdict("two replica processes, the other replica", rows[6]!, 2, 1500);
+    if (processes) verdict("one replica process, PostgreSQL + Redis", rows[6]!, 1, 3000);
+    verdict("two replicas (app instances, PGlite + Redis)", rows[5]!, 2, 1500);
+    if (processes) verdict("two replica processes, the other replica", rows[7]!, 2, 1500);
     device.kill("SIGTERM");
 
     // Idle streams: devices made directly in the database (pairing them one by one is not the point).

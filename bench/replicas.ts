@@ -60,7 +60,7 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
 
   const stop = async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await Promise.all(children.map((child) => (child.exitCode === null && child.signalCode === null ? new Promise((resolve) => child.once("exit", resolve)) : undefined)));
+    await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once("exit", resolve))));
     const cleanup = new pg.Client({ connectionString: options.postgresUrl });
     await cleanup.connect();
     await cleanup.query(`drop database if exists ${database} with (force)`).catch(() => {});

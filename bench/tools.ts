@@ -72,7 +72,7 @@ async function compare(label: string, ours: () => Promise<unknown>, baselineLabe
 }
 
 async function tool(scope: Scope, name: string, input: object): Promise<Record<string, unknown>> {
-  return (await invokeTool(builtinTools, name, input, { scope })) as Record<string, unknown>;
+  return (await invokeTool(builtinTools, name, input, { scope }));
 }
 
 export async function benchTools(): Promise<void> {

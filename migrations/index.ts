@@ -9,13 +9,21 @@ import * as mcp from "./0040_mcp.js";
 import * as oauthProvider from "./0041_oauth_provider.js";
 import * as deviceAuthorization from "./0050_device_authorization.js";
 import * as accounts from "./0060_accounts.js";
+import * as deviceAcknowledgement from "./0071_device_acknowledgement.js";
+import * as totpReplay from "./0072_totp_replay.js";
+import * as proposalRetention from "./0070_proposal_retention.js";
+import * as deviceUpdates from "./0073_device_updates.js";
+import * as proposalProposer from "./0110_proposal_proposer.js";
+import * as deviceToolsOrder from "./0111_device_tools_order.js";
+import * as blobs from "./0120_blobs.js";
+import * as activityEvent from "./0140_activity_event.js";
+import * as credentialDeviceGrants from "./0150_credential_device_grants.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
  * built package and inside bundles. Each plugin exports the ones it needs, so an embedding team can
  * merge them into its own Kysely migrator; names sort in the order they must run, and no two share a
- * number. A database migrated before a rename is brought in line by `migrateToLatest` (see
- * `RENAMED_MIGRATIONS` in src/db/migrate.ts).
+ * number. A released migration is never renamed or edited (docs/versioning.md).
  */
 export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
@@ -24,16 +32,29 @@ export const authMigrations: Record<string, Migration> = {
   "0010_deactivation_ends_sessions": deactivationEndsSessions,
 };
 
-/** Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table). */
+/**
+ * Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table); each TOTP
+ * code accepted once.
+ */
 export const accountMigrations: Record<string, Migration> = {
   "0060_accounts": accounts,
+  "0072_totp_replay": totpReplay,
 };
 
-/** The device host connector's tables (devices, pairing codes, proposals, audit log, device codes). */
+/** The device host connector's tables (devices, pairing codes, proposals, the activity log, device codes, blobs, credentials' device grants). */
 export const hostMigrations: Record<string, Migration> = {
   "0004_host": host,
   "0030_host_invalidation": hostInvalidation,
   "0050_device_authorization": deviceAuthorization,
+  "0070_proposal_retention": proposalRetention,
+  "0071_device_acknowledgement": deviceAcknowledgement,
+  "0073_device_updates": deviceUpdates,
+  "0110_proposal_proposer": proposalProposer,
+  "0111_device_tools_order": deviceToolsOrder,
+  "0120_blobs": blobs,
+  // Renames the table 0004_host created, so it runs with the set that creates it.
+  "0140_activity_event": activityEvent,
+  "0150_credential_device_grants": credentialDeviceGrants,
 };
 
 /**

@@ -28,9 +28,10 @@
     button.resetTimer = setTimeout(() => (button.textContent = button.dataset.label), 2500);
   });
 
-  // A read-only secret field selects itself when focused, ready to copy.
+  // A read-only secret field (or command block) selects itself when focused, ready to copy.
   document.addEventListener("focusin", (event) => {
-    if (event.target instanceof HTMLInputElement && event.target.hasAttribute("data-select-on-focus")) event.target.select();
+    const target = event.target;
+    if ((target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement) && target.hasAttribute("data-select-on-focus")) target.select();
   });
 
   // htmx swaps every HTTP answer, errors included (the server renders them). What it cannot swap is

@@ -33,7 +33,9 @@
     const options = await call("/generate-authenticate-options");
     const credential = await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) });
     await call("/verify-authentication", { response: credential.toJSON() });
-    window.location.assign("/home");
+    // Back to the page that asked for the sign-in (checked by the server; a path on this site only).
+    const next = button.getAttribute("data-next") || "";
+    window.location.assign(/^\/(?![\/\\])[^\\\s]*$/.test(next) ? next : "/home");
   }
 
   async function register(button) {

@@ -1,7 +1,7 @@
 import cookie from "@fastify/cookie";
 import formbody from "@fastify/formbody";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify, { type FastifyServerOptions } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from "fastify";
 import type { Redis } from "ioredis";
 import type { Kysely } from "kysely";
 import type { AppConfig } from "./config/env.js";
@@ -9,28 +9,33 @@ import { dbPlugin } from "./db/db-plugin.js";
 import type { NotificationSource } from "./db/notifications.js";
 import type { Database } from "./db/schema.js";
 import { errorHandlerPlugin, frameworkErrorHandler } from "./http/error-handler.js";
-import { auditPlugin, createAuditWriter } from "./plugins/audit/audit-plugin.js";
+import { auditPlugin, createAuditWriter } from "./plugins/activity/audit-plugin.js";
 import { activityPlugin } from "./plugins/activity/activity-plugin.js";
 import { createActivityWriter } from "./plugins/activity/writer.js";
 import { inputGuardPlugin } from "./http/input-guard.js";
 import { withLogRedaction } from "./http/log-redaction.js";
 import { routeInventoryPlugin } from "./http/route-inventory.js";
+import { fairSharePlugin } from "./http/fair-share.js";
+import { streamLimitsPlugin } from "./http/stream-limits.js";
 import { trustedOriginList } from "./http/origins.js";
 import { authPlugin } from "./plugins/auth/auth-plugin.js";
 import { createAuth, type ResetPasswordMessage } from "./plugins/auth/create-auth.js";
 import { edgeSso } from "./plugins/auth/edge-sso.js";
 import { originGuardPlugin } from "./plugins/auth/origin-guard.js";
-import { redisCounterStorage, redisRateLimitStorage } from "./plugins/auth/redis-storage.js";
 import { hostDeviceAuthorization } from "./plugins/host/device-grant.js";
 import { hostPlugin } from "./plugins/host/host-plugin.js";
+import { blobPlugin } from "./plugins/host/blobs/blob-plugin.js";
+import { createS3BlobStore } from "./plugins/host/blobs/s3-store.js";
+import { createRateLimiter } from "./plugins/host/rate-limit.js";
+import { createRedisCounterStore } from "./db/counter-store.js";
 import { mcpPlugin } from "./plugins/mcp/mcp-plugin.js";
 import { mcpOAuthPlugins } from "./plugins/mcp/oauth.js";
 import { mcpPages, mcpPublicPages } from "./plugins/mcp/pages.js";
 import { sessionPlugin } from "./plugins/session/session-plugin.js";
 import { apiTokenRoutes } from "./plugins/session/token-routes.js";
-import { adminApiRoutes } from "./routes/admin-api.js";
-import { healthRoutes } from "./routes/health.js";
-import { meRoutes } from "./routes/me.js";
+import { adminApiRoutes } from "./app/routes/admin-api.js";
+import { healthRoutes } from "./app/routes/health.js";
+import { meRoutes } from "./app/routes/me.js";
 import {
   activityPages,
   adminPages,
@@ -44,6 +49,8 @@ import {
   type GuardedPagePlugin,
 } from "./web/index.js";
 import { deviceApprovalPage } from "./web/routes/device-approval-page.js";
+import { canonicalAddressPlugin } from "./web/canonical-address.js";
+import { navCounts } from "./web/routes/home-page.js";
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -64,6 +71,76 @@ export interface BuildAppOptions {
  * Fastify app. The caller owns the database and Redis connections and closes them.
  */
 export async function buildApp(options: BuildAppOptions) {
+  const { config } = options;
+  const { limits } = config;
+  const app = createServer(options);
+
+  // One audit writer for the app, made before Fastify's plugins because better-auth's hooks (created
+  // next) record sign-in events through it; the audit plugin decorates and closes this same writer.
+  const auditRows = createAuditWriter(options.db, { onError: (error) => app.log.error({ err: error }, "audit log write failed (will retry)") });
+  const activity = createActivityWriter(auditRows);
+  const auth = createAppAuth(options, app.log, activity);
+
+  await app.register(routeInventoryPlugin);
+  await app.register(inputGuardPlugin);
+  await app.register(errorHandlerPlugin);
+  await app.register(cookie);
+  await app.register(formbody);
+  await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
+  await app.register(auditPlugin, { writer: auditRows });
+  // Development: a page opened at another name of this machine (127.0.0.1 for localhost) moves to the
+  // configured address before it shows a form the origin guard would refuse.
+  if (!config.production) await app.register(canonicalAddressPlugin, { baseURL: config.baseURL });
+  await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
+  await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
+  await app.register(sessionPlugin);
+  // A fair share of this process for every user: a few of one user's requests at once, the rest wait.
+  await app.register(fairSharePlugin, { perCredential: limits.concurrentRequestsPerCredential, streamPaths: ["/mcp", "/devices/events", "/api/host/stream"] });
+  await app.register(activityPlugin, { writer: activity });
+  await app.register(apiTokenRoutes);
+  // Every long-lived stream (device streams, /devices live views, MCP streams) is admitted here: caps per
+  // user and per credential (shared through Redis), and room kept for ordinary requests and /healthz.
+  await app.register(streamLimitsPlugin, {
+    perUser: limits.streamsPerUser,
+    perCredential: limits.streamsPerCredential,
+    reservedConnections: limits.streamReservedConnections,
+    leaseSeconds: limits.streamLeaseSeconds,
+    ...(options.redis ? { redis: options.redis } : {}),
+  });
+  // Blobs before the host, which gives large and binary reads a handle (docs/blobs.md).
+  await app.register(blobPlugin, {
+    dir: config.blobs.dir,
+    ...(config.blobs.s3 ? { store: createS3BlobStore(config.blobs.s3) } : {}),
+    secret: options.secret,
+    retentionMs: config.blobs.retentionMs,
+    quotaBytes: config.blobs.quotaBytes,
+    urlTtlMs: config.blobs.urlTtlMs,
+  });
+  // With REDIS_URL the app runs as one of several replicas: see README "Running several replicas".
+  await app.register(hostPlugin, {
+    downloadsDir: config.downloadsDir,
+    pendingLimits: { perUser: config.proposals.maxPendingPerUser, perDevice: config.proposals.maxPendingPerDevice },
+    proposalRetentionMs: config.proposals.retentionMs,
+    ...(config.minHostVersion ? { minimumHostVersion: config.minHostVersion } : {}),
+    ...(config.redisURL ? { redis: { url: config.redisURL } } : {}),
+  });
+  const mcpRateLimiter = mcpRateLimiterFor(config, options.redis);
+  await app.register(mcpPlugin, mcpRateLimiter ? { rateLimiter: mcpRateLimiter } : {});
+  await app.register(meRoutes);
+  await app.register(adminApiRoutes, { prefix: "/api/admin" });
+  await app.register(healthRoutes);
+  await app.register(pagesPlugin);
+  await app.register(mcpPublicPages);
+  // The app names its signed-in pages; each inherits the route guard.
+  const pages: GuardedPagePlugin[] = [navCounts, homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, deviceApprovalPage(options.redis ? { redis: options.redis } : {}), mcpPages, ...(options.guardedPages ?? [])];
+  await app.register(guardedPagesPlugin, { pages });
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;
+
+/** The Fastify instance, with the limits that protect it from slow or numerous clients. */
+function createServer(options: BuildAppOptions) {
   const { config } = options;
   const { limits } = config;
   const app = Fastify({
@@ -88,23 +165,24 @@ export async function buildApp(options: BuildAppOptions) {
     ajv: { customOptions: { coerceTypes: false } },
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
-
   if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
+  return app;
+}
 
-  // One audit writer for the app, made before Fastify's plugins because better-auth's hooks (created
-  // next) record sign-in events through it; the audit plugin decorates and closes this same writer.
-  const auditRows = createAuditWriter(options.db, { onError: (error) => app.log.error({ err: error }, "audit log write failed (will retry)") });
-  const activity = createActivityWriter(auditRows);
-  const auth = createAuth({
+
+/** better-auth as the app configures it: its plugins (edge SSO, the device grant, MCP's OAuth) and where its events and mail go. */
+function createAppAuth(options: BuildAppOptions, log: FastifyBaseLogger, activity: ReturnType<typeof createActivityWriter>) {
+  const { config } = options;
+  return createAuth({
     db: options.db,
     baseURL: config.baseURL,
     secret: options.secret,
     trustedOrigins: config.trustedOrigins,
     rateLimit: config.production,
-    ...(options.redis ? { rateLimitStorage: redisRateLimitStorage(options.redis), counterStorage: redisCounterStorage(options.redis) } : {}),
+    ...(options.redis ? { counters: createRedisCounterStore(options.redis, { prefix: "tether:" }) } : {}),
     sendResetPassword: (message: ResetPasswordMessage) => {
       // Without a mail service the link goes to the log, and only outside production.
-      if (!config.production) app.log.info({ email: message.user.email, url: message.url }, "password reset link");
+      if (!config.production) log.info({ email: message.user.email, url: message.url }, "password reset link");
     },
     passkeys: config.passkeysEnabled,
     signInLockout: config.signInLockout,
@@ -117,34 +195,14 @@ export async function buildApp(options: BuildAppOptions) {
         expiresIn: config.deviceCodeExpiresIn,
         interval: config.devicePollInterval,
       }),
-      ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp` }),
+      ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp`, recordActivity: activity.record }),
     ],
   });
-
-  await app.register(routeInventoryPlugin);
-  await app.register(inputGuardPlugin);
-  await app.register(errorHandlerPlugin);
-  await app.register(cookie);
-  await app.register(formbody);
-  await app.register(dbPlugin, { db: options.db, ...(options.listen ? { listen: options.listen } : {}) });
-  await app.register(auditPlugin, { writer: auditRows });
-  await app.register(originGuardPlugin, { trustedOrigins: trustedOriginList(config.baseURL, config.trustedOrigins) });
-  await app.register(authPlugin, { auth, edgeSsoEnabled: config.edgeSso !== undefined });
-  await app.register(sessionPlugin);
-  await app.register(activityPlugin, { writer: activity });
-  await app.register(apiTokenRoutes);
-  // With REDIS_URL the app runs as one of several replicas: see README "Running several replicas".
-  await app.register(hostPlugin, { downloadsDir: config.downloadsDir, ...(config.redisURL ? { redis: { url: config.redisURL } } : {}) });
-  await app.register(mcpPlugin);
-  await app.register(meRoutes);
-  await app.register(adminApiRoutes, { prefix: "/api/admin" });
-  await app.register(healthRoutes);
-  await app.register(pagesPlugin);
-  await app.register(mcpPublicPages);
-  // The app names its signed-in pages; each inherits the route guard.
-  const pages: GuardedPagePlugin[] = [homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, deviceApprovalPage(), mcpPages, ...(options.guardedPages ?? [])];
-  await app.register(guardedPagesPlugin, { pages });
-  return app;
 }
 
-export type App = Awaited<ReturnType<typeof buildApp>>;
+/** Per credential in production, like the auth API's limits; shared by every replica with Redis. */
+function mcpRateLimiterFor(config: AppConfig, redis: Redis | undefined) {
+  const mcpLimit = { max: config.mcpRateLimit.max, windowMs: config.mcpRateLimit.windowSeconds * 1000 };
+  if (!config.production || mcpLimit.max <= 0) return undefined;
+  return createRateLimiter(mcpLimit, redis ? createRedisCounterStore(redis, { prefix: "tether:mcp:rate:" }) : undefined);
+}

@@ -1,9 +1,10 @@
-import { Redis } from "ioredis";
 import type { AppConfig } from "./config/env.js";
 import { loadOrCreateSecret } from "./config/secret.js";
 import { openDatabase, type DatabaseHandle } from "./db/connect.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { acquirePgliteLock, type PgliteLock } from "./db/pglite-lock.js";
+import type { Redis } from "ioredis";
+import { connectRedis } from "./db/redis.js";
 import { allMigrations } from "../migrations/index.js";
 
 export interface Runtime {
@@ -25,7 +26,7 @@ export async function openRuntime(config: AppConfig, options: { migrate: boolean
     if (options.migrate) await migrateToLatest(database.db, allMigrations);
     const secret = config.secret ?? (await loadOrCreateSecret(config.dataDir));
     // A Redis that is down or stalled fails a command within 2 s (answered 503), never hangs a request.
-    const redis = config.redisURL ? new Redis(config.redisURL, { maxRetriesPerRequest: 2, commandTimeout: 2_000, connectTimeout: 2_000 }) : undefined;
+    const redis = config.redisURL ? connectRedis(config.redisURL) : undefined;
     return {
       database,
       secret,

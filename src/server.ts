@@ -1,6 +1,7 @@
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config/env.js";
 import { DatabaseBusyError } from "./db/pglite-lock.js";
+import { prepareHostExecutable } from "./plugins/host/host-build.js";
 import { openRuntime } from "./runtime.js";
 
 async function main(): Promise<void> {
@@ -34,8 +35,18 @@ async function main(): Promise<void> {
         );
     });
   }
-  await app.listen({ port: config.port, host: config.host });
-  app.log.info(`Tether on ${config.baseURL} (database: ${runtime.database.kind === "postgres" ? "PostgreSQL" : `embedded, ${config.dataDir}`})`);
+  // Fastify would print the socket's address first ("http://127.0.0.1:3000"), which is not the site's
+  // address when BETTER_AUTH_URL names another host: say both, the one to open first.
+  // Development: a tether-host for this machine, built in the background when none is offered yet, or the one
+  // offered was built from other sources than this checkout has (after a pull).
+  const hostBuild = config.hostBuildOnStart ? await prepareHostExecutable({ downloadsDir: config.downloadsDir, log: app.log, production: config.production }).catch(() => undefined) : undefined;
+  app.addHook("onClose", async () => {
+    const builder = hostBuild?.child;
+    if (builder?.pid !== undefined && builder.exitCode === null && builder.signalCode === null) builder.kill("SIGTERM");
+  });
+  await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Tether on ${config.baseURL} (listening on ${address})` });
+  const database = runtime.database.kind === "postgres" ? "PostgreSQL" : `embedded, ${config.dataDir}`;
+  app.log.info(`Open ${config.baseURL} in a browser (database: ${database})`);
 }
 
 main().catch((error: unknown) => {

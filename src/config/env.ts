@@ -1,6 +1,8 @@
 import { isIP } from "node:net";
 import path from "node:path";
 import { originOf } from "../http/origins.js";
+import { loadBlobConfig, type BlobConfig } from "./blob-env.js";
+import { DEFAULT_PENDING_LIMITS, DEFAULT_RETENTION_MS } from "../plugins/host/proposals.js";
 
 /** Validated configuration of the example app, read from the environment once at start-up. */
 export interface AppConfig {
@@ -17,6 +19,8 @@ export interface AppConfig {
   trustProxy: boolean | string | number;
   edgeSso: EdgeSsoConfig | undefined;
   limits: ServerLimits;
+  /** The `/mcp` rate limit per credential; enforced in production only, as the auth API's limits are. */
+  mcpRateLimit: McpRateLimit;
   /** Passkey registration and sign-in (`PASSKEYS_ENABLED`). */
   passkeysEnabled: boolean;
   /** Per-account guessing protection: `SIGN_IN_LOCKOUT_ATTEMPTS` failures within `SIGN_IN_LOCKOUT_SECONDS`. */
@@ -26,7 +30,34 @@ export interface AppConfig {
   devicePollInterval: string;
   /** Where the device executables offered for download are (`npm run build:host` writes dist/downloads). */
   downloadsDir: string;
+  /** Mutation proposals: how many may wait, and how long a decided one keeps its diff. */
+  proposals: ProposalConfig;
+  /** The oldest tether-host version supported (`MIN_HOST_VERSION`); undefined: any. */
+  minHostVersion: string | undefined;
+  /**
+   * `npm start` builds tether-host for this machine in the background when `downloadsDir` has none
+   * (`HOST_BUILD_ON_START`; default on in development, off when `NODE_ENV` is `production` or `test`).
+   */
+  hostBuildOnStart: boolean;
+  /** Blobs (large and binary files): the store, retention, quota and URL lifetime (`BLOB_*`, `S3_*`; docs/blobs.md). */
+  blobs: BlobConfig;
 }
+
+/** See README, Configuration: `MAX_PENDING_PROPOSALS_PER_USER`, `…_PER_DEVICE`, `PROPOSAL_RETENTION`. */
+export interface ProposalConfig {
+  /** Proposals waiting for one user's decision at once; the next is refused (429 TOO_MANY_PENDING). */
+  maxPendingPerUser: number;
+  /** …and from one device. */
+  maxPendingPerDevice: number;
+  /** How long a decided or expired proposal keeps its diff, input and result (the row stays). */
+  retentionMs: number;
+}
+
+export const DEFAULT_PROPOSAL_CONFIG: ProposalConfig = {
+  maxPendingPerUser: DEFAULT_PENDING_LIMITS.perUser,
+  maxPendingPerDevice: DEFAULT_PENDING_LIMITS.perDevice,
+  retentionMs: DEFAULT_RETENTION_MS,
+};
 
 /** Bounds on what one client may hold of the server (see README, Production checklist). */
 export interface ServerLimits {
@@ -42,7 +73,32 @@ export interface ServerLimits {
   maxRequestsPerSocket: number;
   /** Open connections at once; further ones are refused (0: no limit). `MAX_CONNECTIONS`. */
   maxConnections: number;
+  /**
+   * Long-lived streams (device streams, `/devices` live views, MCP notification streams) one user may
+   * hold at once, each kind counted apart, across replicas with Redis (0: no limit). `STREAMS_PER_USER`.
+   */
+  streamsPerUser: number;
+  /** Long-lived streams opened with one credential (API token, OAuth access token, device token, browser session). `STREAMS_PER_CREDENTIAL`. */
+  streamsPerCredential: number;
+  /**
+   * Connections long-lived streams of every kind together leave free for ordinary requests and health
+   * checks: streams may hold at most `maxConnections - this` (ignored when `maxConnections` is 0).
+   * `STREAM_RESERVED_CONNECTIONS`, default a tenth of `MAX_CONNECTIONS`.
+   */
+  streamReservedConnections: number;
+  /** How long a replica's stream keeps counting in Redis after the replica stopped renewing it (crashed). `STREAM_LEASE_SECONDS`. */
+  streamLeaseSeconds: number;
+  /** Requests of one credential (or client address) worked on at once; the rest wait their turn (0: no limit). `CONCURRENT_REQUESTS_PER_CREDENTIAL`. */
+  concurrentRequestsPerCredential: number;
 }
+
+/** Requests to `/mcp` per credential per window, in production (`MCP_RATE_LIMIT` per `MCP_RATE_LIMIT_WINDOW_SECONDS`; 0: no limit). */
+export interface McpRateLimit {
+  max: number;
+  windowSeconds: number;
+}
+
+export const DEFAULT_MCP_RATE_LIMIT: McpRateLimit = { max: 300, windowSeconds: 60 };
 
 export const DEFAULT_LIMITS: ServerLimits = {
   requestTimeoutMs: 30_000,
@@ -53,6 +109,11 @@ export const DEFAULT_LIMITS: ServerLimits = {
   connectionTimeoutMs: 120_000,
   maxRequestsPerSocket: 1_000,
   maxConnections: 1_000,
+  streamsPerUser: 64,
+  streamsPerCredential: 16,
+  streamReservedConnections: 100,
+  streamLeaseSeconds: 30,
+  concurrentRequestsPerCredential: 4,
 };
 
 export interface EdgeSsoConfig {
@@ -132,6 +193,21 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const devicePollInterval = duration(env, "DEVICE_POLL_INTERVAL", "5s", problems);
 
   const limits = loadLimits(env, problems);
+  const proposals = loadProposalConfig(env, problems);
+  const mcpRateLimit = {
+    max: wholeNumber(env, "MCP_RATE_LIMIT", DEFAULT_MCP_RATE_LIMIT.max, problems),
+    windowSeconds: parseCount(env, "MCP_RATE_LIMIT_WINDOW_SECONDS", DEFAULT_MCP_RATE_LIMIT.windowSeconds, problems),
+  };
+  const minHostVersion = env.MIN_HOST_VERSION?.trim() || undefined;
+  if (minHostVersion !== undefined && !/^\d{1,6}\.\d{1,6}\.\d{1,6}$/.test(minHostVersion)) {
+    problems.push(`MIN_HOST_VERSION=${minHostVersion} is not a version (like 1.2.0)`);
+  }
+
+  const buildSetting = env.HOST_BUILD_ON_START?.trim();
+  const hostBuildOnStart = buildSetting ? flag("HOST_BUILD_ON_START") : !production && env.NODE_ENV !== "test";
+
+  const dataDir = path.resolve(env.DATA_DIR?.trim() || "./data");
+  const blobs = loadBlobConfig(env, dataDir, problems);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -143,28 +219,38 @@ export function loadConfig(env: Env = process.env): AppConfig {
     trustedOrigins: normalizedOrigins,
     databaseURL,
     redisURL,
-    dataDir: path.resolve(env.DATA_DIR?.trim() || "./data"),
+    dataDir,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     edgeSso,
     limits,
+    mcpRateLimit,
     passkeysEnabled,
     signInLockout,
     deviceCodeExpiresIn,
     devicePollInterval,
     downloadsDir: path.resolve(env.DOWNLOADS_DIR?.trim() || "./dist/downloads"),
+    proposals,
+    minHostVersion,
+    hostBuildOnStart,
+    blobs,
   };
 }
 
+function loadProposalConfig(env: Env, problems: string[]): ProposalConfig {
+  const maxPendingPerUser = parseCount(env, "MAX_PENDING_PROPOSALS_PER_USER", DEFAULT_PROPOSAL_CONFIG.maxPendingPerUser, problems);
+  const maxPendingPerDevice = parseCount(env, "MAX_PENDING_PROPOSALS_PER_DEVICE", DEFAULT_PROPOSAL_CONFIG.maxPendingPerDevice, problems);
+  const retention = env.PROPOSAL_RETENTION?.trim();
+  let retentionMs = DEFAULT_PROPOSAL_CONFIG.retentionMs;
+  if (retention) {
+    const parsed = /^(\d{1,6})(s|m|h|d)$/.exec(retention);
+    if (parsed) retentionMs = Number(parsed[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[parsed[2] as "s" | "m" | "h" | "d"];
+    else problems.push(`PROPOSAL_RETENTION=${retention} is not a duration (like 7d, 12h or 30m)`);
+  }
+  return { maxPendingPerUser, maxPendingPerDevice, retentionMs };
+}
+
 function loadLimits(env: Env, problems: string[]): ServerLimits {
-  const count = (name: string, fallback: number): number => {
-    const raw = env[name]?.trim();
-    if (raw === undefined || raw === "") return fallback;
-    if (!/^\d+$/.test(raw)) {
-      problems.push(`${name}=${env[name]} is not a whole number`);
-      return fallback;
-    }
-    return Number(raw);
-  };
+  const count = (name: string, fallback: number) => wholeNumber(env, name, fallback, problems);
   const limits: ServerLimits = {
     requestTimeoutMs: count("REQUEST_TIMEOUT_MS", DEFAULT_LIMITS.requestTimeoutMs),
     headersTimeoutMs: count("HEADERS_TIMEOUT_MS", DEFAULT_LIMITS.headersTimeoutMs),
@@ -172,13 +258,39 @@ function loadLimits(env: Env, problems: string[]): ServerLimits {
     connectionTimeoutMs: count("CONNECTION_TIMEOUT_MS", DEFAULT_LIMITS.connectionTimeoutMs),
     maxRequestsPerSocket: count("MAX_REQUESTS_PER_SOCKET", DEFAULT_LIMITS.maxRequestsPerSocket),
     maxConnections: count("MAX_CONNECTIONS", DEFAULT_LIMITS.maxConnections),
+    streamsPerUser: count("STREAMS_PER_USER", DEFAULT_LIMITS.streamsPerUser),
+    streamsPerCredential: count("STREAMS_PER_CREDENTIAL", DEFAULT_LIMITS.streamsPerCredential),
+    streamReservedConnections: 0, // below: its default is a tenth of MAX_CONNECTIONS
+    streamLeaseSeconds: parseCount(env, "STREAM_LEASE_SECONDS", DEFAULT_LIMITS.streamLeaseSeconds, problems),
+    concurrentRequestsPerCredential: count("CONCURRENT_REQUESTS_PER_CREDENTIAL", DEFAULT_LIMITS.concurrentRequestsPerCredential),
   };
+  const { maxConnections } = limits;
+  limits.streamReservedConnections = count("STREAM_RESERVED_CONNECTIONS", Math.ceil(maxConnections / 10));
+  // Streams must leave ordinary requests at least one connection, or /healthz and sign-in starve.
+  if (maxConnections > 0 && limits.streamReservedConnections >= maxConnections) {
+    problems.push(`STREAM_RESERVED_CONNECTIONS=${limits.streamReservedConnections} must be below MAX_CONNECTIONS=${maxConnections}`);
+  }
+  if (maxConnections > 0 && limits.streamReservedConnections === 0) {
+    problems.push("STREAM_RESERVED_CONNECTIONS must be above 0 while MAX_CONNECTIONS caps connections");
+  }
+  if (limits.streamLeaseSeconds < 3) problems.push(`STREAM_LEASE_SECONDS=${limits.streamLeaseSeconds} must be at least 3 (leases are renewed every third of it)`);
   if (limits.headersTimeoutMs === 0) problems.push("HEADERS_TIMEOUT_MS must be above 0");
   // Node refuses a headers timeout longer than the request timeout.
   if (limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > limits.requestTimeoutMs) {
     limits.headersTimeoutMs = limits.requestTimeoutMs;
   }
   return limits;
+}
+
+/** A whole number setting (0 allowed), or `fallback` when unset. */
+function wholeNumber(env: Env, name: string, fallback: number, problems: string[]): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d{1,9}$/.test(raw)) {
+    problems.push(`${name}=${env[name]} is not a whole number`);
+    return fallback;
+  }
+  return Number(raw);
 }
 
 /** A positive whole number setting, or `fallback` when unset. */

@@ -10,7 +10,7 @@ import type { Database } from "./schema.js";
  *
  * How to use it (the audit log, `fastify.tetherAudit`, is one; see src/plugins/audit):
  *
- *     const writer = createBatchWriter(db, "host_audit", { onError: (e) => log.warn(e) });
+ *     const writer = createBatchWriter(db, "activity_event", { onError: (e) => log.warn(e) });
  *     writer.write({ user_id, event: "sign_in", actor: "session", outcome: "ok" }); // no await
  *     await writer.flush(); // tests: make what was written visible now
  *     await writer.close(); // on shutdown, before the database closes
@@ -43,7 +43,7 @@ export interface BatchWriterOptions {
   onError?: (error: unknown) => void;
 }
 
-export function createBatchWriter<T extends keyof Database & string>(
+export function createBatchWriter<T extends keyof Database>(
   db: Kysely<Database>,
   table: T,
   options: BatchWriterOptions = {},
@@ -65,52 +65,16 @@ export function createBatchWriter<T extends keyof Database & string>(
   let inFlight: Promise<void> | undefined;
   let closed = false;
 
-  // Kysely's insert types are per table; the rows were typed at `write`.
-  const insertValues = (rows: Row[]) => (db.insertInto(table) as unknown as { values(rows: Row[]): { execute(): Promise<unknown> } }).values(rows).execute();
-  const columns = options.columns ? Object.entries(options.columns) : undefined;
-  for (const [name, type] of columns ?? []) {
-    if (!/^[a-z][a-z0-9_]*$/.test(type)) throw new Error(`${table}.${name}: "${type}" is not a PostgreSQL type name`);
-  }
-  const listed = new Set(columns?.map(([name]) => name));
-  const unnestable = (rows: Row[]) => columns !== undefined && rows.every((row) => Object.keys(row as object).every((key) => listed.has(key)));
-  const insertUnnest = (rows: Row[]) => {
-    const arrays = columns!.map(([name, type]) => {
-      const values = rows.map((row) => (row as Record<string, unknown>)[name] ?? null);
-      return sql`${values}::${sql.raw(`${type}[]`)}`;
-    });
-    const names = columns!.map(([name]) => sql.ref(name));
-    return sql`insert into ${sql.table(table)} (${sql.join(names)}) select * from unnest(${sql.join(arrays)})`.execute(db);
-  };
-  const insert = (rows: Row[]) => (unnestable(rows) ? insertUnnest(rows) : insertValues(rows));
+  const insert = rowInserter(db, table, options.columns);
 
-  /**
-   * One INSERT of up to `maxBatch` rows. If the database refuses the batch for what is in it (a row
-   * whose user was deleted meanwhile), the rows are written one by one and only the refused ones are
-   * dropped and reported, so one bad row cannot block the queue. Any other failure (the database is
-   * down) puts the rows back at the front of the queue.
-   */
+  /** One INSERT of up to `maxBatch` rows; rows it could not write for a reason other than their content go back to the front of the queue. */
   const writeBatch = async (): Promise<void> => {
     const batch = queue.slice(0, maxBatch);
     queue = queue.slice(batch.length);
-    try {
-      await insert(batch);
-    } catch (error) {
-      if (!refusedForContent(error)) {
-        queue = batch.concat(queue);
-        throw error;
-      }
-      for (const [index, row] of batch.entries()) {
-        try {
-          await insert([row]);
-        } catch (rowError) {
-          if (!refusedForContent(rowError)) {
-            queue = batch.slice(index).concat(queue);
-            throw rowError;
-          }
-          report(rowError);
-        }
-      }
-    }
+    const failed = await insertBatch(insert, batch, report);
+    if (!failed) return;
+    queue = failed.unwritten.concat(queue);
+    throw failed.error;
   };
 
   /**
@@ -169,6 +133,61 @@ export function createBatchWriter<T extends keyof Database & string>(
       return queue.length;
     },
   };
+}
+
+type Insert<Row> = (rows: Row[]) => Promise<unknown>;
+
+/**
+ * How rows go into `table`: one `INSERT … SELECT * FROM unnest(…)` when `columns` lists every column
+ * the rows name (see `BatchWriterOptions.columns`), else Kysely's VALUES list.
+ */
+function rowInserter<T extends keyof Database, Row extends Insertable<Database[T]>>(
+  db: Kysely<Database>,
+  table: T,
+  columnTypes: Readonly<Record<string, string>> | undefined,
+): Insert<Row> {
+  // Kysely's insert types are per table; the rows were typed at `write`.
+  const insertValues = (rows: Row[]) => (db.insertInto(table) as unknown as { values(rows: Row[]): { execute(): Promise<unknown> } }).values(rows).execute();
+  if (!columnTypes) return insertValues;
+  const columns = Object.entries(columnTypes);
+  for (const [name, type] of columns) {
+    if (!/^[a-z][a-z0-9_]*$/.test(type)) throw new Error(`${table}.${name}: "${type}" is not a PostgreSQL type name`);
+  }
+  const listed = new Set(columns.map(([name]) => name));
+  const unnestable = (rows: Row[]) => rows.every((row) => Object.keys(row as object).every((key) => listed.has(key)));
+  const insertUnnest = (rows: Row[]) => {
+    const arrays = columns.map(([name, type]) => {
+      const values = rows.map((row) => (row as Record<string, unknown>)[name] ?? null);
+      return sql`${values}::${sql.raw(`${type}[]`)}`;
+    });
+    const names = columns.map(([name]) => sql.ref(name));
+    return sql`insert into ${sql.table(table)} (${sql.join(names)}) select * from unnest(${sql.join(arrays)})`.execute(db);
+  };
+  return (rows) => (unnestable(rows) ? insertUnnest(rows) : insertValues(rows));
+}
+
+/**
+ * Writes one batch. If the database refuses it for what is in it (a row whose user was deleted
+ * meanwhile), the rows are written one by one and only the refused ones are dropped and reported, so
+ * one bad row cannot block the queue. Any other failure (the database is down) returns the rows not
+ * written, and why, for the queue to keep them.
+ */
+async function insertBatch<Row>(insert: Insert<Row>, batch: Row[], report: (error: unknown) => void): Promise<{ unwritten: Row[]; error: unknown } | undefined> {
+  try {
+    await insert(batch);
+    return undefined;
+  } catch (error) {
+    if (!refusedForContent(error)) return { unwritten: batch, error };
+  }
+  for (const [index, row] of batch.entries()) {
+    try {
+      await insert([row]);
+    } catch (rowError) {
+      if (!refusedForContent(rowError)) return { unwritten: batch.slice(index), error: rowError };
+      report(rowError);
+    }
+  }
+  return undefined;
 }
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint): retrying the same row cannot help. */

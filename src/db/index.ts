@@ -6,6 +6,9 @@
  */
 export { dbPlugin, type DbPluginOptions } from "./db-plugin.js";
 export { openDatabase, type DatabaseHandle, type DatabaseTarget } from "./connect.js";
-export { migrateToLatest, MigrationError, RENAMED_MIGRATIONS } from "./migrate.js";
+export { migrateToLatest, MigrationError } from "./migrate.js";
 export type { Database } from "./schema.js";
+export type { NotificationSource } from "./notifications.js";
 export { allMigrations } from "../../migrations/index.js";
+export { createMemoryCounterStore, createRedisCounterStore, type CounterStore } from "./counter-store.js";
+export { connectRedis } from "./redis.js";

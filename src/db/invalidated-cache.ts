@@ -83,7 +83,7 @@ export abstract class InvalidatedCache {
   /** A table of this cache: `dropUser` and `clear` reach it. */
   protected table<T>(): Map<string, CachedEntry<T>> {
     const table = new Map<string, CachedEntry<T>>();
-    this.tables.push(table as Map<string, CachedEntry<unknown>>);
+    this.tables.push(table);
     return table;
   }
 

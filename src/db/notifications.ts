@@ -50,147 +50,198 @@ const MAX_RECONNECT_DELAY_MS = 5_000;
  * and closes with the last.
  */
 export function listenWithPg(config: pg.ClientConfig, heartbeat: HeartbeatOptions = {}): NotificationSource {
-  const intervalMs = heartbeat.intervalMs ?? HEARTBEAT_INTERVAL_MS;
-  const boundMs = heartbeat.boundMs ?? HEARTBEAT_BOUND_MS;
-  const heartbeatChannel = `tether_heartbeat_${randomBytes(6).toString("hex")}`;
-  const subscribers = new Map<string, Set<ListenHandlers>>();
-  const everyone = () => [...subscribers.values()].flatMap((handlers) => [...handlers]);
+  const listener = new SharedListener(config, heartbeat.intervalMs ?? HEARTBEAT_INTERVAL_MS, heartbeat.boundMs ?? HEARTBEAT_BOUND_MS);
+  return (channel, handlers) => listener.subscribe(channel, handlers);
+}
+
+/**
+ * The heartbeat's bookkeeping: the send time of the oldest heartbeat not yet back (heartbeats return
+ * in order, so one coming back answers every one sent before it).
+ */
+class Heartbeat {
+  private unanswered: number | null = null;
+
+  constructor(private readonly boundMs: number) {}
+
+  /** Whether one sent before `now` has gone unanswered for longer than the bound: the connection is stalled. */
+  overdue(now: number): boolean {
+    return this.unanswered !== null && now - this.unanswered > this.boundMs;
+  }
+
+  sent(at: number): void {
+    this.unanswered ??= at;
+  }
+
+  answered(sentAt: number): void {
+    if (this.unanswered !== null && sentAt >= this.unanswered) this.unanswered = null;
+  }
+
+  /** A new connection: nothing is outstanding on it. */
+  reset(): void {
+    this.unanswered = null;
+  }
+}
+
+/** The one LISTEN connection of `listenWithPg`, its subscribers, its heartbeat and its reconnection. */
+class SharedListener {
+  private readonly heartbeatChannel = `tether_heartbeat_${randomBytes(6).toString("hex")}`;
+  private readonly subscribers = new Map<string, Set<ListenHandlers>>();
   /** The live connection, and the channels it LISTENs to. */
-  let client: pg.Client | undefined;
-  let listening = new Set<string>();
+  private client: pg.Client | undefined;
+  private listening = new Set<string>();
   /** Handlers told `onReady` on the live connection (a new connection tells them again). */
-  let ready = new Set<ListenHandlers>();
-  let connecting: Promise<void> | undefined;
-  let reconnectTimer: NodeJS.Timeout | undefined;
-  let beat: NodeJS.Timeout | undefined;
-  let delay = 100;
-  // Send time of the oldest heartbeat not yet back (heartbeats return in order).
-  let unanswered: number | null = null;
+  private ready = new Set<ListenHandlers>();
+  private connecting: Promise<void> | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private beat: NodeJS.Timeout | undefined;
+  private delay = 100;
+  private readonly heartbeat: Heartbeat;
 
-  const markReady = (handlers: ListenHandlers) => {
-    if (ready.has(handlers)) return;
-    ready.add(handlers);
-    handlers.onReady(boundMs);
-  };
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly intervalMs: number,
+    private readonly boundMs: number,
+  ) {
+    this.heartbeat = new Heartbeat(boundMs);
+  }
 
-  const connect = (): Promise<void> =>
-    (connecting ??= (async () => {
-      const next = new pg.Client({ keepAlive: true, keepAliveInitialDelayMillis: 10_000, connectionTimeoutMillis: boundMs, ...config });
-      next.on("notification", (message) => {
-        if (message.channel !== heartbeatChannel) {
-          for (const handlers of subscribers.get(message.channel) ?? []) handlers.onMessage(message.payload ?? "");
-        } else if (client === next) {
-          const sentAt = Number(message.payload);
-          if (unanswered !== null && sentAt >= unanswered) unanswered = null;
-          for (const handlers of everyone()) handlers.onProven(sentAt);
-        }
-      });
-      next.on("error", () => lost(next));
-      next.on("end", () => lost(next));
-      const channels = new Set(subscribers.keys());
-      try {
-        await next.connect();
-        for (const channel of [heartbeatChannel, ...channels]) await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      } catch (error) {
-        destroy(next);
-        throw error;
-      }
-      if (subscribers.size === 0) return destroy(next); // everyone left meanwhile
-      client = next;
-      listening = channels;
-      ready = new Set();
-      unanswered = null;
-      delay = 100;
-      for (const channel of channels) for (const handlers of subscribers.get(channel) ?? []) markReady(handlers);
-    })().finally(() => {
-      connecting = undefined;
+  private everyone(): ListenHandlers[] {
+    return [...this.subscribers.values()].flatMap((handlers) => [...handlers]);
+  }
+
+  private markReady(handlers: ListenHandlers): void {
+    if (this.ready.has(handlers)) return;
+    this.ready.add(handlers);
+    handlers.onReady(this.boundMs);
+  }
+
+  /** Opens a connection (one attempt at a time) LISTENing to every channel subscribed, and makes it the live one. */
+  private connect(): Promise<void> {
+    return (this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
     }));
+  }
 
-  const lost = (which: pg.Client) => {
-    if (client !== which) return;
-    client = undefined;
-    listening = new Set();
-    ready = new Set();
-    for (const handlers of everyone()) handlers.onLost();
+  private async open(): Promise<void> {
+    const next = new pg.Client({ keepAlive: true, keepAliveInitialDelayMillis: 10_000, connectionTimeoutMillis: this.boundMs, ...this.config });
+    next.on("notification", (message) => this.notified(next, message));
+    next.on("error", () => this.lost(next));
+    next.on("end", () => this.lost(next));
+    const channels = new Set(this.subscribers.keys());
+    try {
+      await next.connect();
+      for (const channel of [this.heartbeatChannel, ...channels]) await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (error) {
+      destroy(next);
+      throw error;
+    }
+    if (this.subscribers.size === 0) return destroy(next); // everyone left meanwhile
+    this.client = next;
+    this.listening = channels;
+    this.ready = new Set();
+    this.heartbeat.reset();
+    this.delay = 100;
+    for (const channel of channels) for (const handlers of this.subscribers.get(channel) ?? []) this.markReady(handlers);
+  }
+
+  private notified(from: pg.Client, message: pg.Notification): void {
+    if (message.channel !== this.heartbeatChannel) {
+      for (const handlers of this.subscribers.get(message.channel) ?? []) handlers.onMessage(message.payload ?? "");
+    } else if (this.client === from) {
+      const sentAt = Number(message.payload);
+      this.heartbeat.answered(sentAt);
+      for (const handlers of this.everyone()) handlers.onProven(sentAt);
+    }
+  }
+
+  private lost(which: pg.Client): void {
+    if (this.client !== which) return;
+    this.client = undefined;
+    this.listening = new Set();
+    this.ready = new Set();
+    for (const handlers of this.everyone()) handlers.onLost();
     destroy(which);
-    scheduleReconnect();
-  };
+    this.scheduleReconnect();
+  }
 
-  const scheduleReconnect = () => {
-    if (reconnectTimer || subscribers.size === 0) return;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      if (client || subscribers.size === 0) return;
-      connect().catch(() => {
-        delay = Math.min(delay * 2, MAX_RECONNECT_DELAY_MS);
-        scheduleReconnect();
+  private scheduleReconnect(): void {
+    if (this.reconnectTimer || this.subscribers.size === 0) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.client || this.subscribers.size === 0) return;
+      this.connect().catch(() => {
+        this.delay = Math.min(this.delay * 2, MAX_RECONNECT_DELAY_MS);
+        this.scheduleReconnect();
       });
-    }, delay);
-    reconnectTimer.unref();
-  };
+    }, this.delay);
+    this.reconnectTimer.unref();
+  }
 
-  const startBeat = () => {
-    beat ??= setInterval(() => {
-      const current = client;
-      if (!current) return;
-      const now = Date.now();
-      if (unanswered !== null && now - unanswered > boundMs) return lost(current);
-      unanswered ??= now;
-      // A failure here also surfaces as the client's `error` event (or as the heartbeat never returning).
-      current.query("select pg_notify($1, $2)", [heartbeatChannel, String(now)]).catch(() => {});
-    }, intervalMs);
-    beat.unref();
-  };
+  private startBeat(): void {
+    this.beat ??= setInterval(() => this.sendBeat(), this.intervalMs);
+    this.beat.unref();
+  }
+
+  /** NOTIFYs the heartbeat channel; one unanswered for too long drops the connection as stalled. */
+  private sendBeat(): void {
+    const current = this.client;
+    if (!current) return;
+    const now = Date.now();
+    if (this.heartbeat.overdue(now)) return this.lost(current);
+    this.heartbeat.sent(now);
+    // A failure here also surfaces as the client's `error` event (or as the heartbeat never returning).
+    current.query("select pg_notify($1, $2)", [this.heartbeatChannel, String(now)]).catch(() => {});
+  }
 
   /** The last subscriber gone: the connection and its timers go too. */
-  const unsubscribe = (channel: string, handlers: ListenHandlers) => {
-    const set = subscribers.get(channel);
+  private unsubscribe(channel: string, handlers: ListenHandlers): void {
+    const set = this.subscribers.get(channel);
     set?.delete(handlers);
-    ready.delete(handlers);
+    this.ready.delete(handlers);
     if (set?.size !== 0) return;
-    subscribers.delete(channel);
-    if (client && listening.delete(channel)) client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
-    if (subscribers.size > 0) return;
-    clearInterval(beat);
-    beat = undefined;
-    clearTimeout(reconnectTimer);
-    reconnectTimer = undefined;
-    const current = client;
-    client = undefined;
+    this.subscribers.delete(channel);
+    if (this.client && this.listening.delete(channel)) this.client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+    if (this.subscribers.size > 0) return;
+    clearInterval(this.beat);
+    this.beat = undefined;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    const current = this.client;
+    this.client = undefined;
     if (current) destroy(current);
-  };
+  }
 
-  return async (channel, handlers) => {
-    const set = subscribers.get(channel) ?? new Set<ListenHandlers>();
-    subscribers.set(channel, set);
+  async subscribe(channel: string, handlers: ListenHandlers): Promise<Subscription> {
+    const set = this.subscribers.get(channel) ?? new Set<ListenHandlers>();
+    this.subscribers.set(channel, set);
     set.add(handlers);
     try {
       // The first subscription (or the first while the server is away) waits for a connection; a
       // failure rejects it, as a database that is down at start-up should.
-      if (!client) await connect();
+      if (!this.client) await this.connect();
     } catch (error) {
-      unsubscribe(channel, handlers);
+      this.unsubscribe(channel, handlers);
       throw error;
     }
-    const current = client;
-    if (current && !listening.has(channel)) {
+    const current = this.client;
+    if (current && !this.listening.has(channel)) {
       // A channel new to a live connection. If that connection dies here, the next one LISTENs to it.
       await current.query(`LISTEN ${pg.escapeIdentifier(channel)}`).then(
-        () => client === current && listening.add(channel),
+        () => this.client === current && this.listening.add(channel),
         () => {},
       );
     }
-    if (current && client === current && listening.has(channel)) markReady(handlers);
-    startBeat();
+    if (current && this.client === current && this.listening.has(channel)) this.markReady(handlers);
+    this.startBeat();
     let closed = false;
     return {
-      async close() {
+      close: async () => {
         if (closed) return;
         closed = true;
-        unsubscribe(channel, handlers);
+        this.unsubscribe(channel, handlers);
       },
     };
-  };
+  }
 }
 
 /**

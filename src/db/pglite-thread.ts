@@ -80,185 +80,250 @@ const WORKER_URL = new URL("./pglite-worker.js", import.meta.url);
  * thread, and coming back empty would be worse than a 503.
  */
 export async function startPgliteThread(options: PgliteThreadOptions): Promise<PgliteThread> {
-  const { resourceLimits, ...workerData } = options;
-  const restartable = workerData.dataDir !== undefined;
-  const waiting = new Map<number, { resolve: (reply: PgliteReply & { ok: true }) => void; reject: (error: Error) => void }>();
-  const channels = new Map<string, Set<ChannelHandlers>>();
-  const stoppedListeners = new Set<(error: Error) => void>();
-  let nextId = 1;
-  let closed = false;
-  /** Set while the thread is down: why every query fails now. */
-  let stopped: Error | undefined;
-  let restartTimer: NodeJS.Timeout | undefined;
-  let restarting: Promise<void> | undefined;
-
-  const onMessage = (message: PgliteReply | Notification) => {
-    if ("notification" in message) {
-      for (const handlers of channels.get(message.notification) ?? []) handlers.onMessage(message.payload);
-      return;
-    }
-    const pending = waiting.get(message.id);
-    waiting.delete(message.id);
-    if (!pending) return;
-    if (message.ok) pending.resolve(message);
-    else pending.reject(deserializeError(message.error));
-  };
-
-  /** A new thread, resolved once its PGlite is open; a failure to open rejects (and ends the thread). */
-  async function spawn(): Promise<Worker> {
-    const started = new Worker(WORKER_URL, { workerData, ...(resourceLimits ? { resourceLimits } : {}) });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        started.on("message", (message: WorkerMessage) => {
-          if (!("ready" in message)) return onMessage(message);
-          if (message.ready) resolve();
-          else reject(deserializeError(message.error));
-        });
-        started.once("error", reject);
-        // A worker that ends without a word (or after its error) must not leave the caller waiting.
-        started.once("exit", (code) => reject(new Error(`the embedded database's thread exited before it was ready (code ${code})`)));
-      });
-    } catch (error) {
-      await started.terminate();
-      throw error;
-    }
-    started.on("error", (error) => lost(started, error));
-    started.on("exit", (code) => lost(started, new Error(`the embedded database's thread exited (code ${code})`)));
-    return started;
-  }
-
-  let worker = await spawn();
-
-  /** `from` is gone: nothing it was asked will be answered. The first loss stops the database (and restarts it). */
-  function lost(from: Worker, cause: Error): void {
-    if (from !== worker) return;
-    const error = closed
-      ? new Error("PGlite is closed")
-      : Object.assign(new Error(`The embedded database stopped: ${cause.message}`, { cause }), { code: STOPPED_CODE });
-    for (const pending of waiting.values()) pending.reject(error);
-    waiting.clear();
-    if (closed || stopped) return; // closed on purpose, or a restart's new thread died: the restart retries
-    stopped = error;
-    for (const listener of stoppedListeners) listener(error);
-    for (const handlers of everyChannelHandler()) handlers.onLost();
-    if (restartable) scheduleRestart(RESTART_FIRST_DELAY_MS);
-  }
-
-  function scheduleRestart(delayMs: number): void {
-    restartTimer = setTimeout(() => {
-      restartTimer = undefined;
-      restarting = restart(delayMs).finally(() => (restarting = undefined));
-    }, delayMs);
-    restartTimer.unref();
-  }
-
-  async function restart(delayMs: number): Promise<void> {
-    try {
-      worker = await spawn();
-      if (closed) return void (await worker.terminate());
-      for (const channel of channels.keys()) await send(worker, { type: "listen", channel });
-    } catch {
-      if (closed) return;
-      await worker.terminate();
-      return scheduleRestart(Math.min(delayMs * 2, RESTART_MAX_DELAY_MS));
-    }
-    stopped = undefined;
-    for (const handlers of everyChannelHandler()) handlers.onReady();
-  }
-
-  const everyChannelHandler = () => [...channels.values()].flatMap((set) => [...set]);
-
-  /** Asks `target` directly: the restart uses it before the database counts as back. */
-  const send = (target: Worker, request: DistributiveOmit<PgliteRequest, "id">): Promise<PgliteReply & { ok: true }> => {
-    const id = nextId++;
-    return new Promise((resolve, reject) => {
-      waiting.set(id, { resolve, reject });
-      target.postMessage({ ...request, id });
-    });
-  };
-
-  const ask = (request: DistributiveOmit<PgliteRequest, "id">): Promise<PgliteReply & { ok: true }> => {
-    if (closed && request.type !== "close") return Promise.reject(new Error("PGlite is closed"));
-    if (stopped) return Promise.reject(stopped);
-    return send(worker, request);
-  };
-
-  const query = async <T>(sql: string, params: readonly unknown[] = [], transaction?: number): Promise<PGliteQueryResults<T>> => {
-    const reply = await ask({ type: "query", sql, params: params as unknown[], transaction });
-    return { rows: (reply.rows ?? []) as T[], affectedRows: reply.affectedRows, fields: [] };
-  };
-
+  const supervisor = new Supervisor(options);
+  await supervisor.start();
   return {
     get ready() {
-      return !stopped && !closed;
+      return !supervisor.stopped && !supervisor.closed;
     },
     waitReady: Promise.resolve(),
     // Only close() closes it: a stopped thread is an outage (57P02, a 503), and Kysely would report a
     // closed instance with a plain error (a 500).
     get closed() {
-      return closed;
+      return supervisor.closed;
     },
-    query: (sql, params) => query(sql, params),
-    async transaction<T>(callback: (tx: PGliteTransaction) => Promise<T>): Promise<T> {
-      const { transaction } = await ask({ type: "begin" });
-      let ended = false;
-      const end = async (commit: boolean) => {
-        if (ended) return;
-        ended = true;
-        await ask({ type: "end", transaction: transaction!, commit });
-      };
-      const tx: PGliteTransaction = {
-        query: (sql, params) => query(sql, params, transaction),
-        rollback: () => end(false),
-      };
-      let result: T;
-      try {
-        result = await callback(tx);
-      } catch (error) {
-        await end(false).catch(() => {});
-        throw error;
-      }
-      await end(true);
-      return result;
+    query: (sql, params) => supervisor.query(sql, params),
+    transaction: (callback) => runTransaction(supervisor, callback),
+    listen: (channel, handlers) => supervisor.channels.listen(channel, handlers),
+    onStopped(listener) {
+      supervisor.stoppedListeners.add(listener);
     },
-    async listen(channel, handlers) {
-      let set = channels.get(channel);
-      if (!set) {
-        set = new Set();
-        channels.set(channel, set);
-        // While the thread is down, the restart LISTENs to every channel in `channels`.
-        if (!stopped) {
-          try {
-            await ask({ type: "listen", channel });
-          } catch (error) {
-            if (!stopped) {
-              channels.delete(channel);
-              throw error;
-            }
+    close: () => supervisor.close(),
+  };
+}
+
+type Request = DistributiveOmit<PgliteRequest, "id">;
+type Success = PgliteReply & { ok: true };
+
+/**
+ * The thread and its lifecycle: the worker answering now, whether the database is stopped (and why),
+ * and the restarts after a loss. Every request goes through `ask`, which fails at once while the
+ * database is stopped or closed.
+ */
+class Supervisor {
+  private worker!: Worker;
+  closed = false;
+  /** Set while the thread is down: why every query fails now. */
+  stopped: Error | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restarting: Promise<void> | undefined;
+  private readonly replies = new PendingReplies();
+  readonly channels = new Channels(this);
+  readonly stoppedListeners = new Set<(error: Error) => void>();
+  private readonly restartable: boolean;
+
+  constructor(private readonly options: PgliteThreadOptions) {
+    this.restartable = options.dataDir !== undefined;
+  }
+
+  async start(): Promise<void> {
+    this.worker = await this.spawn();
+  }
+
+  /** A new thread, resolved once its PGlite is open; its later loss is `lost`. */
+  private async spawn(): Promise<Worker> {
+    const started = await spawnWorker(this.options, (message) => {
+      if ("notification" in message) this.channels.deliver(message.notification, message.payload);
+      else this.replies.settle(message);
+    });
+    started.on("error", (error) => this.lost(started, error));
+    started.on("exit", (code) => this.lost(started, new Error(`the embedded database's thread exited (code ${code})`)));
+    return started;
+  }
+
+  /** `from` is gone: nothing it was asked will be answered. The first loss stops the database (and restarts it). */
+  private lost(from: Worker, cause: Error): void {
+    if (from !== this.worker) return;
+    const error = this.closed
+      ? new Error("PGlite is closed")
+      : Object.assign(new Error(`The embedded database stopped: ${cause.message}`, { cause }), { code: STOPPED_CODE });
+    this.replies.failAll(error);
+    if (this.closed || this.stopped) return; // closed on purpose, or a restart's new thread died: the restart retries
+    this.stopped = error;
+    for (const listener of this.stoppedListeners) listener(error);
+    for (const handlers of this.channels.everyHandler()) handlers.onLost();
+    if (this.restartable) this.scheduleRestart(RESTART_FIRST_DELAY_MS);
+  }
+
+  private scheduleRestart(delayMs: number): void {
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.restarting = this.restart(delayMs).finally(() => (this.restarting = undefined));
+    }, delayMs);
+    this.restartTimer.unref();
+  }
+
+  private async restart(delayMs: number): Promise<void> {
+    try {
+      this.worker = await this.spawn();
+      if (this.closed) return void (await this.worker.terminate());
+      // Asked of the new thread directly: the database does not count as back before its LISTENs are.
+      for (const channel of this.channels.names()) await this.replies.send(this.worker, { type: "listen", channel });
+    } catch {
+      if (this.closed) return;
+      await this.worker.terminate();
+      return this.scheduleRestart(Math.min(delayMs * 2, RESTART_MAX_DELAY_MS));
+    }
+    this.stopped = undefined;
+    for (const handlers of this.channels.everyHandler()) handlers.onReady();
+  }
+
+  ask(request: Request): Promise<Success> {
+    if (this.closed && request.type !== "close") return Promise.reject(new Error("PGlite is closed"));
+    if (this.stopped) return Promise.reject(this.stopped);
+    return this.replies.send(this.worker, request);
+  }
+
+  async query<T>(sql: string, params: readonly unknown[] = [], transaction?: number): Promise<PGliteQueryResults<T>> {
+    const reply = await this.ask({ type: "query", sql, params: params as unknown[], transaction });
+    return { rows: (reply.rows ?? []) as T[], affectedRows: reply.affectedRows, fields: [] };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    await this.restarting;
+    if (!this.stopped) await this.ask({ type: "close" }).catch(() => {});
+    await this.worker.terminate();
+  }
+}
+
+/** A new worker, resolved once its PGlite is open; a failure to open rejects (and ends the thread). */
+async function spawnWorker(options: PgliteThreadOptions, onMessage: (message: PgliteReply | Notification) => void): Promise<Worker> {
+  const { resourceLimits, ...workerData } = options;
+  const started = new Worker(WORKER_URL, { workerData, ...(resourceLimits ? { resourceLimits } : {}) });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      started.on("message", (message: WorkerMessage) => {
+        if (!("ready" in message)) return onMessage(message);
+        if (message.ready) resolve();
+        else reject(deserializeError(message.error));
+      });
+      started.once("error", reject);
+      // A worker that ends without a word (or after its error) must not leave the caller waiting.
+      started.once("exit", (code) => reject(new Error(`the embedded database's thread exited before it was ready (code ${code})`)));
+    });
+  } catch (error) {
+    await started.terminate();
+    throw error;
+  }
+  return started;
+}
+
+/** Requests posted to the thread and awaiting its reply, by id. */
+class PendingReplies {
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: (reply: Success) => void; reject: (error: Error) => void }>();
+
+  send(target: Worker, request: Request): Promise<Success> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      target.postMessage({ ...request, id });
+    });
+  }
+
+  settle(reply: PgliteReply): void {
+    const pending = this.waiting.get(reply.id);
+    this.waiting.delete(reply.id);
+    if (!pending) return;
+    if (reply.ok) pending.resolve(reply);
+    else pending.reject(deserializeError(reply.error));
+  }
+
+  /** The thread is gone: nothing waiting will be answered. */
+  failAll(error: Error): void {
+    for (const pending of this.waiting.values()) pending.reject(error);
+    this.waiting.clear();
+  }
+}
+
+/**
+ * This process's LISTENs, by channel: one LISTEN in the thread per channel, however many listen to
+ * it here. While the thread is down the channels stay registered, and the restart LISTENs again.
+ */
+class Channels {
+  private readonly byChannel = new Map<string, Set<ChannelHandlers>>();
+
+  constructor(private readonly supervisor: Supervisor) {}
+
+  names(): IterableIterator<string> {
+    return this.byChannel.keys();
+  }
+
+  everyHandler(): ChannelHandlers[] {
+    return [...this.byChannel.values()].flatMap((set) => [...set]);
+  }
+
+  deliver(channel: string, payload: string): void {
+    for (const handlers of this.byChannel.get(channel) ?? []) handlers.onMessage(payload);
+  }
+
+  async listen(channel: string, handlers: ChannelHandlers): Promise<() => Promise<void>> {
+    const { supervisor } = this;
+    let set = this.byChannel.get(channel);
+    if (!set) {
+      set = new Set();
+      this.byChannel.set(channel, set);
+      // While the thread is down, the restart LISTENs to every channel registered.
+      if (!supervisor.stopped) {
+        try {
+          await supervisor.ask({ type: "listen", channel });
+        } catch (error) {
+          if (!supervisor.stopped) {
+            this.byChannel.delete(channel);
+            throw error;
           }
         }
       }
-      set.add(handlers);
-      if (!stopped) handlers.onReady();
-      return async () => {
-        set.delete(handlers);
-        if (set.size > 0 || channels.get(channel) !== set) return;
-        channels.delete(channel);
-        if (!closed && !stopped) await ask({ type: "unlisten", channel });
-      };
-    },
-    onStopped(listener) {
-      stoppedListeners.add(listener);
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      clearTimeout(restartTimer);
-      await restarting;
-      if (!stopped) await ask({ type: "close" }).catch(() => {});
-      await worker.terminate();
-    },
+    }
+    set.add(handlers);
+    if (!supervisor.stopped) handlers.onReady();
+    return () => this.unlisten(channel, set, handlers);
+  }
+
+  /** The last listener of a channel gone, the thread stops listening to it. */
+  private async unlisten(channel: string, set: Set<ChannelHandlers>, handlers: ChannelHandlers): Promise<void> {
+    set.delete(handlers);
+    if (set.size > 0 || this.byChannel.get(channel) !== set) return;
+    this.byChannel.delete(channel);
+    if (!this.supervisor.closed && !this.supervisor.stopped) await this.supervisor.ask({ type: "unlisten", channel });
+  }
+}
+
+/** A transaction as Kysely's dialect runs it: committed when the callback resolves, rolled back when it throws. */
+async function runTransaction<T>(supervisor: Supervisor, callback: (tx: PGliteTransaction) => Promise<T>): Promise<T> {
+  const { transaction } = await supervisor.ask({ type: "begin" });
+  let ended = false;
+  const end = async (commit: boolean) => {
+    if (ended) return;
+    ended = true;
+    await supervisor.ask({ type: "end", transaction: transaction!, commit });
   };
+  const tx: PGliteTransaction = {
+    query: (sql, params) => supervisor.query(sql, params, transaction),
+    rollback: () => end(false),
+  };
+  let result: T;
+  try {
+    result = await callback(tx);
+  } catch (error) {
+    await end(false).catch(() => {});
+    throw error;
+  }
+  await end(true);
+  return result;
 }
 
 function deserializeError(serialized: SerializedError): Error {

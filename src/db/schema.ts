@@ -13,10 +13,12 @@ export interface Database {
   host_device: HostDeviceTable;
   host_pairing_code: HostPairingCodeTable;
   host_proposal: HostProposalTable;
-  host_audit: HostAuditTable;
+  activity_event: ActivityEventTable;
+  host_blob: HostBlobTable;
   twoFactor: TwoFactorTable;
   passkey: PasskeyTable;
   mcp_setting: McpSettingTable;
+  host_device_grant: HostDeviceGrantTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -118,6 +120,10 @@ export interface HostDeviceTable {
   created_at: Generated<Date>;
   last_seen_at: Date | null;
   revoked_at: Date | null;
+  /** When the owner confirmed the device on /devices; null while it is new (migrations/0071). */
+  acknowledged_at: Date | null;
+  /** The last update the device reported (migration 0073): `StoredUpdateReport` in src/plugins/host/device-updates.ts. */
+  last_update: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 export interface HostPairingCodeTable {
@@ -139,9 +145,13 @@ export interface HostProposalTable {
   user_id: string;
   device_id: string;
   tool: string;
-  input: ColumnType<unknown, string, string>;
-  diff: string;
+  /** Null once purged (migrations/0070_proposal_retention.ts), as are `diff` and `result`. */
+  input: ColumnType<unknown, string, string | null>;
+  diff: string | null;
   summary: string;
+  diff_bytes: number | null;
+  diff_lines: number | null;
+  purged_at: Date | null;
   status: ColumnType<HostProposalStatus, HostProposalStatus | undefined, HostProposalStatus>;
   created_at: Generated<Date>;
   expires_at: Date;
@@ -150,9 +160,34 @@ export interface HostProposalTable {
   result: ColumnType<unknown, string | null | undefined, string | null>;
   error_code: string | null;
   error_message: string | null;
+  /** Who proposed it (migrations/0110): the audit actor, its credential, and that credential's name then. */
+  proposer_actor: ColumnType<string | null, string | null | undefined, string | null>;
+  proposer_credential: ColumnType<string | null, string | null | undefined, string | null>;
+  proposer_name: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The actor that approved or rejected it; null while pending, and when it expired. */
+  decided_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-export interface HostAuditTable {
+/** Blobs (migrations/0120_blobs.ts): the bytes are in the blob store, this is what the server knows of them. */
+export interface HostBlobTable {
+  id: string;
+  user_id: string;
+  /** The device the bytes come from (a read's handle); null for a caller's upload. */
+  device_id: string | null;
+  /** The file on the device, as the device resolved it when the handle was made. */
+  path: string | null;
+  /** bigint: PostgreSQL's driver answers a string, PGlite a number (see blobs/repository.ts). */
+  size: ColumnType<string | number, number, number>;
+  /** sha256, hex. */
+  digest: string;
+  content_type: string;
+  created_at: Generated<Date>;
+  expires_at: Date;
+  completed_at: Date | null;
+  upload_nonce: string | null;
+}
+
+export interface ActivityEventTable {
   id: Generated<string>;
   /** Null only for a failed sign-in naming no account (migrations/0060_accounts.ts). */
   user_id: string | null;
@@ -180,7 +215,7 @@ export interface HostAuditTable {
  * column INSERT (src/db/batch-writer.ts); `id` and `at` take their defaults. Kept beside the table's
  * type so that a column added to one is seen missing from the other by the type check below.
  */
-export const HOST_AUDIT_COLUMNS = {
+export const ACTIVITY_EVENT_COLUMNS = {
   user_id: "text",
   device_id: "text",
   proposal_id: "text",
@@ -196,7 +231,7 @@ export const HOST_AUDIT_COLUMNS = {
   ip_address: "text",
   user_agent: "text",
   detail: "jsonb",
-} as const satisfies Record<Exclude<keyof HostAuditTable, "id" | "at">, string>;
+} as const satisfies Record<Exclude<keyof ActivityEventTable, "id" | "at">, string>;
 
 /** better-auth's two-factor plugin (migrations/0060_accounts.ts); the secret is encrypted. */
 export interface TwoFactorTable {
@@ -207,6 +242,8 @@ export interface TwoFactorTable {
   verified: boolean | null;
   failedVerificationCount: number | null;
   lockedUntil: Timestamp | null;
+  /** The time step of the last accepted TOTP code (migrations/0072); `pg` reads a bigint as a string. */
+  lastAcceptedStep: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
 /** @better-auth/passkey's credentials: public keys only. */
@@ -230,6 +267,16 @@ export interface McpSettingTable {
   updated_at: Generated<Date>;
 }
 
+/** A credential limited to chosen devices (migrations/0150_credential_device_grants.ts). */
+export interface HostDeviceGrantTable {
+  user_id: string;
+  /** `token:<api token id>` or `oauth:<client id>`. */
+  credential: string;
+  /** Written as a JSON string, read back as the list. */
+  device_ids: ColumnType<string[], string, string>;
+  created_at: Generated<Date>;
+}
+
 export type HostDeviceRow = Selectable<HostDeviceTable>;
 export type HostProposalRow = Selectable<HostProposalTable>;
-export type HostAuditRow = Selectable<HostAuditTable>;
+export type ActivityEventRow = Selectable<ActivityEventTable>;

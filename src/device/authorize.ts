@@ -39,7 +39,12 @@ export async function authorizeDevice(args: AuthorizeDeviceArgs): Promise<Device
     grant = await client.requestDeviceCode({ name: args.name, platform: args.platform, version: HOST_VERSION }, stop);
   } catch (error) {
     if (stop.aborted) return "stopped";
-    const why = error instanceof ServerError ? `${error.message} (${error.code})` : describe(error);
+    if (!(error instanceof ServerError)) {
+      // Nothing answered: a new pairing code would not help. Say which address was tried.
+      log(unreachable(server, error));
+      return "failed";
+    }
+    const why = `${error.message} (${error.code})`;
     log(`tether-host: not paired with ${server}, and the server gave no device code: ${why}. Mint a pairing code on ${server}/devices and start again with TETHER_PAIRING_CODE=<code>.`);
     return error instanceof ServerError && error.permanent ? "refused" : "failed";
   }
@@ -93,6 +98,11 @@ export async function authorizeDevice(args: AuthorizeDeviceArgs): Promise<Device
 function expired(args: AuthorizeDeviceArgs, code: string): AuthorizeFailure {
   args.log(`tether-host: the code ${code} expired before it was approved. Start tether-host again for a new one.`);
   return "refused";
+}
+
+/** The line for a server that did not answer at all: the address tried, why, and what to check. */
+export function unreachable(server: string, error: unknown): string {
+  return `tether-host: cannot reach the server at ${server} (${describe(error)}). Check that it is running and that TETHER_SERVER_URL is the address its /devices page shows.`;
 }
 
 const describe = (error: unknown) => (error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error));

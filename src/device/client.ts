@@ -1,7 +1,7 @@
 import { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE } from "../protocol/device-authorization.js";
 import { deviceRequest, type DeviceRequest, type DeviceResponse } from "./http.js";
 import { HOST_AGENT } from "./version.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBatchReply, type ResultBody } from "../protocol/index.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBatchReply, type ResultBody, type UpdateReport } from "../protocol/index.js";
 
 /** The server answered with an error (`{ code, message }`). */
 export class ServerError extends Error {
@@ -95,6 +95,11 @@ export class HostClient {
 
   hello(body: HelloBody, signal?: AbortSignal): Promise<HelloReply> {
     return this.post("/api/host/hello", body, signal);
+  }
+
+  /** How an update went (see src/protocol/updates.ts). */
+  async updateReport(report: UpdateReport, signal?: AbortSignal): Promise<void> {
+    await this.post("/api/host/update-report", report, signal);
   }
 
   /** The call id goes in the path: the server checks it before it reads the (possibly large) body. */

@@ -1,9 +1,10 @@
-import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import path from "node:path";
+import { readJsonFile, writePrivateFile } from "./private-file.js";
 
 /**
- * The device credential, kept in `<configDir>/credentials.json` (mode 0600, directory 0700), one entry
- * per server address so one machine can be paired with several servers.
+ * The device credential, kept in `<configDir>/credentials.json` (mode 0600, directory 0700; see
+ * private-file.ts for Windows), one entry per server address so one machine can be paired with several servers.
  */
 export interface DeviceCredential {
   deviceId: string;
@@ -24,25 +25,12 @@ export function credentialPath(configDir: string): string {
 }
 
 async function readAll(configDir: string): Promise<CredentialFile> {
-  let text: string;
-  try {
-    text = await readFile(credentialPath(configDir), "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, servers: {} };
-    throw error;
-  }
-  const parsed = JSON.parse(text) as Partial<CredentialFile>;
-  return { version: 1, servers: parsed.servers && typeof parsed.servers === "object" ? parsed.servers : {} };
+  const parsed = await readJsonFile<Partial<CredentialFile>>(credentialPath(configDir));
+  return { version: 1, servers: parsed?.servers && typeof parsed.servers === "object" ? parsed.servers : {} };
 }
 
-/** Written to a private temporary file and renamed into place, so a crash never leaves half a file. */
 async function writeAll(configDir: string, file: CredentialFile): Promise<void> {
-  await mkdir(configDir, { recursive: true, mode: 0o700 });
-  const target = credentialPath(configDir);
-  const temporary = `${target}.${process.pid}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
-  await chmod(temporary, 0o600);
-  await rename(temporary, target);
+  await writePrivateFile(credentialPath(configDir), `${JSON.stringify(file, null, 2)}\n`);
 }
 
 export async function loadCredential(configDir: string, server: string): Promise<DeviceCredential | undefined> {

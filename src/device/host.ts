@@ -1,27 +1,22 @@
-import { StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../protocol/index.js";
+import { BLOB_UPLOAD_CALL, boundFailure, StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../protocol/index.js";
 import { createScope, describeTool, invokeTool, ToolError, type ApprovedPlan, type LocalTool, type Scope } from "../tools/index.js";
-import { authorizeDevice } from "./authorize.js";
+import { callBlobs, uploadBlob } from "./blob-upload.js";
 import { HostClient, ServerError } from "./client.js";
-import { describeNetwork, deviceRequest, type DeviceRequest } from "./http.js";
-import { hostEnvironment, hostPlatform, normalizeServerUrl, type HostEnvironment } from "./config.js";
-import { forgetCredential, loadCredential, saveCredential, type DeviceCredential } from "./credentials.js";
+import { describeNetwork, deviceRequest, networkDispatcher, type DeviceRequest } from "./http.js";
+import { HostConfigError, hostEnvironment, networkEnvironment, normalizeServerUrl, type HostEnvironment } from "./config.js";
+import { CREDENTIAL_FILE, forgetCredential, type DeviceCredential } from "./credentials.js";
+import { describeError, obtainCredential } from "./enroll.js";
+import { ExitCode } from "./exit-code.js";
+import { UpdateAgent, type HostUpdates } from "./host-updates.js";
+import { tightenPermissions } from "./private-file.js";
 import { ResultOutbox } from "./result-outbox.js";
-import { sleep } from "./sleep.js";
+import { backoffDelay, seconds, sleep, type Backoff } from "./sleep.js";
 import { readEventStream } from "./sse.js";
-import { isOlderVersion } from "../protocol/versions.js";
+import { StateRecorder } from "./state.js";
 import { HOST_AGENT, HOST_VERSION } from "./version.js";
 
-/** How `runHost` ended; the CLI exits with it. */
-export const ExitCode = {
-  /** Stopped on request (SIGINT, SIGTERM, or the caller's signal). */
-  stopped: 0,
-  /** Could not start: bad roots, or a server speaking another protocol version. */
-  failed: 1,
-  /** Not paired, or the credential was revoked: pair again with a new code. */
-  pairAgain: 3,
-  /** Another process connected with this device's credential and took over. */
-  replaced: 4,
-} as const;
+export { ExitCode } from "./exit-code.js";
+export { backoffDelay } from "./sleep.js";
 
 export interface RunHostOptions {
   /** The server's base address; default `TETHER_SERVER_URL`, else `http://localhost:3000`. */
@@ -30,7 +25,7 @@ export interface RunHostOptions {
   tools: readonly LocalTool[];
   /** Allowed roots; default `TETHER_ROOTS`, else the working directory. */
   roots?: readonly string[];
-  /** Where the credential lives; default `TETHER_CONFIG_DIR`, else `$XDG_CONFIG_HOME/tether` or `~/.config/tether`. */
+  /** Where the credential lives; default `TETHER_CONFIG_DIR`, else the platform's (`~/.config/tether-host` on Linux). */
   configDir?: string;
   /** One-time pairing code for the first start; default `TETHER_PAIRING_CODE`. */
   pairingCode?: string;
@@ -46,6 +41,8 @@ export interface RunHostOptions {
   log?: (line: string) => void;
   /** Reconnect backoff: first delay and cap (default 500 ms, 30 s). */
   backoff?: { initialMs: number; maxMs: number };
+  /** Newer releases: notices only by default (the `tether-host` command passes its updater and policy). */
+  updates?: HostUpdates;
 }
 
 const NO_ACTIVITY_FACTOR = 3;
@@ -65,7 +62,7 @@ export async function runHost(options: RunHostOptions): Promise<number> {
     server = normalizeServerUrl(options.server ?? env.server);
   } catch (error) {
     log(`tether-host: ${error instanceof Error ? error.message : String(error)}`);
-    return ExitCode.failed;
+    return error instanceof HostConfigError ? ExitCode.config : ExitCode.failed;
   }
   const configDir = options.configDir ?? env.configDir;
   const name = options.name ?? env.name;
@@ -95,20 +92,37 @@ export async function runHost(options: RunHostOptions): Promise<number> {
       return ExitCode.failed;
     }
     let requestThroughNetwork: DeviceRequest;
+    const networkEnv = networkEnvironment(env);
     try {
-      requestThroughNetwork = deviceRequest();
+      requestThroughNetwork = deviceRequest(networkDispatcher(networkEnv));
     } catch (error) {
       log(`tether-host: ${error instanceof Error ? error.message : String(error)}`);
-      return ExitCode.failed;
+      return error instanceof HostConfigError ? ExitCode.config : ExitCode.failed;
     }
-    const network = describeNetwork();
+    const network = describeNetwork(networkEnv);
     if (network) log(`tether-host: ${network}`);
+    for (const line of await tightenPermissions(configDir, [CREDENTIAL_FILE]).catch(() => [])) log(`tether-host: ${line} (the credential is for this user only)`);
     const client = new HostClient(server, undefined, requestThroughNetwork);
     const credential = await obtainCredential({ client, server, configDir, name, pairingCode: options.pairingCode ?? env.pairingCode, log, stop: stop.signal, backoff });
     if (typeof credential === "number") return credential;
     client.setToken(credential.token);
-    const session = new HostSession({ client, server, configDir, credential, tools: options.tools, scope, concurrency, log, stop: stop.signal, backoff });
-    return await session.run();
+    const state = new StateRecorder(configDir, {
+      pid: process.pid,
+      version: HOST_VERSION,
+      node: process.versions.node,
+      server,
+      deviceId: credential.deviceId,
+      startedAt: new Date().toISOString(),
+      connected: false,
+      since: new Date().toISOString(),
+      ...(process.env.TETHER_SERVICE ? { service: process.env.TETHER_SERVICE } : {}),
+    });
+    const updates = options.updates ?? { policy: env.update };
+    const session = new HostSession({ client, request: requestThroughNetwork, server, configDir, credential, tools: options.tools, scope, concurrency, log, stop: stop.signal, backoff, updates, state });
+    const code = await session.run();
+    state.set({ connected: false, since: new Date().toISOString() });
+    await state.flush();
+    return code;
   } finally {
     if (options.handleSignals !== false) {
       process.off("SIGINT", onSignal);
@@ -123,65 +137,10 @@ function announce(tool: LocalTool, scope: Scope): AnnouncedTool {
   return { ...described, inputSchema: described.inputSchema as Record<string, unknown> };
 }
 
-interface Backoff {
-  initialMs: number;
-  maxMs: number;
-}
-
-/** Delay before attempt `n` (0-based): exponential, capped, with "equal jitter" (half fixed, half random). */
-export function backoffDelay(attempt: number, backoff: Backoff, random = Math.random): number {
-  const ceiling = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(attempt, 30));
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
-}
-
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const describeError = (error: unknown) =>
-  error instanceof ServerError ? `${error.code}: ${error.message}` : error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-
-async function obtainCredential(args: {
-  client: HostClient;
-  server: string;
-  configDir: string;
-  name: string;
-  pairingCode: string | undefined;
-  log: (line: string) => void;
-  stop: AbortSignal;
-  backoff: Backoff;
-}): Promise<DeviceCredential | number> {
-  const { client, server, configDir, log } = args;
-  const stored = await loadCredential(configDir, server);
-  if (stored) {
-    if (args.pairingCode) log(`tether-host: already paired with ${server} as device ${stored.deviceId}; ignoring TETHER_PAIRING_CODE`);
-    return stored;
-  }
-  if (!args.pairingCode) {
-    // No code given: the device authorization flow (the owner approves on the server's /device page).
-    const authorized = await authorizeDevice({ client, server, configDir, name: args.name, platform: hostPlatform(), log, stop: args.stop, sleep });
-    if (typeof authorized !== "string") return authorized;
-    return authorized === "stopped" ? ExitCode.stopped : authorized === "failed" ? ExitCode.failed : ExitCode.pairAgain;
-  }
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const enrolled = await client.enroll(args.pairingCode, args.name, hostPlatform(), args.stop);
-      const credential: DeviceCredential = { deviceId: enrolled.deviceId, token: enrolled.token, name: args.name, pairedAt: new Date().toISOString() };
-      await saveCredential(configDir, server, credential);
-      log(`tether-host: paired with ${server} as "${args.name}" (device ${enrolled.deviceId})`);
-      return credential;
-    } catch (error) {
-      if (args.stop.aborted) return ExitCode.stopped;
-      if (error instanceof ServerError && error.permanent) {
-        log(`tether-host: pairing failed: ${error.message} (${error.code})`);
-        return error.code === "PROTOCOL_VERSION_UNSUPPORTED" ? ExitCode.failed : ExitCode.pairAgain;
-      }
-      const delay = backoffDelay(attempt, args.backoff);
-      log(`tether-host: cannot reach ${server} to pair (${describeError(error)}); retrying in ${seconds(delay)}`);
-      if (!(await sleep(delay, args.stop))) return ExitCode.stopped;
-    }
-  }
-}
-
 interface SessionArgs {
   client: HostClient;
+  /** The network path (proxy, CA) for requests other than the client's: blob uploads. */
+  request: DeviceRequest;
   server: string;
   configDir: string;
   credential: DeviceCredential;
@@ -191,6 +150,8 @@ interface SessionArgs {
   log: (line: string) => void;
   stop: AbortSignal;
   backoff: Backoff;
+  updates: HostUpdates;
+  state: StateRecorder;
 }
 
 /** Why one connection ended, and what to do next. */
@@ -199,12 +160,15 @@ type Ending = { next: "reconnect"; why: string } | { next: "exit"; code: number 
 class HostSession {
   private readonly calls = new Map<string, AbortController>();
   private running = 0;
-  private updateNoticed = false;
   private readonly queue: Array<() => void> = [];
   private readonly outbox: ResultOutbox;
+  private readonly updates: UpdateAgent;
+  /** Set when an update is in place and the service manager should start it. */
+  private readonly restart = new AbortController();
 
   constructor(private readonly args: SessionArgs) {
     this.outbox = new ResultOutbox(args.client, args.stop);
+    this.updates = new UpdateAgent({ ...args, onRestartNeeded: () => this.restart.abort() });
   }
 
   async run(): Promise<number> {
@@ -213,6 +177,11 @@ class HostSession {
     for (;;) {
       const started = Date.now();
       const ending = await this.connectOnce(() => (attempt = 0));
+      this.args.state.set({ connected: false, since: new Date().toISOString(), ...(ending.next === "reconnect" ? { lastError: ending.why } : {}) });
+      if (this.restart.signal.aborted) {
+        this.abortAll();
+        return ExitCode.updated;
+      }
       if (ending.next === "exit") {
         this.abortAll();
         if (ending.code === ExitCode.stopped) log("tether-host: disconnected, stopped");
@@ -227,8 +196,9 @@ class HostSession {
       if (Date.now() - started > 60_000) attempt = 0;
       const delay = backoffDelay(attempt++, this.args.backoff);
       log(`tether-host: disconnected from ${server} (${ending.why}); reconnecting in ${seconds(delay)}`);
-      if (!(await sleep(delay, stop))) {
+      if (!(await sleep(delay, AbortSignal.any([stop, this.restart.signal])))) {
         this.abortAll();
+        if (this.restart.signal.aborted) return ExitCode.updated;
         log("tether-host: stopped");
         return ExitCode.stopped;
       }
@@ -241,13 +211,15 @@ class HostSession {
     const connection = new AbortController();
     const abortConnection = () => connection.abort();
     stop.addEventListener("abort", abortConnection, { once: true });
+    this.restart.signal.addEventListener("abort", abortConnection, { once: true });
     let watchdog: NodeJS.Timeout | undefined;
     try {
       const hello = await client.hello(
         { tools: tools.map((tool) => announce(tool, scope)), roots: [...scope.roots], agent: HOST_AGENT },
         connection.signal,
       );
-      this.noticeUpdate(hello.hostVersion);
+      this.args.state.set({ offered: hello.hostVersion, minimum: hello.minimumHostVersion });
+      this.updates.afterHello(hello);
       const body = await client.stream(connection.signal);
       let idleLimitMs = 45_000;
       const armWatchdog = () => {
@@ -261,6 +233,7 @@ class HostSession {
           idleLimitMs = Math.max(1_000, ready.keepAliveMs * NO_ACTIVITY_FACTOR);
           armWatchdog();
           onReady();
+          this.args.state.set({ connected: true, since: new Date().toISOString(), deviceId: ready.deviceId });
           log(`tether-host: connected to ${server} as "${credential.name}" (device ${ready.deviceId}); ${tools.length} tools; roots: ${scope.roots.join(", ")}`);
         } else if (message.event === StreamEvent.call) {
           this.schedule(JSON.parse(message.data) as CallEvent);
@@ -291,6 +264,7 @@ class HostSession {
     } finally {
       clearTimeout(watchdog);
       stop.removeEventListener("abort", abortConnection);
+      this.restart.signal.removeEventListener("abort", abortConnection);
       connection.abort();
     }
   }
@@ -324,11 +298,13 @@ class HostSession {
     let body: ResultBody;
     try {
       if (controller.signal.aborted) return;
-      const result = await invokeTool(tools, call.tool, call.input, {
+      // The server fetching a blob handle this device made: not a tool, and never callable as one.
+      const result = call.tool === BLOB_UPLOAD_CALL ? await uploadBlob(scope, call.input, this.args.request, controller.signal) : await invokeTool(tools, call.tool, call.input, {
         scope,
         mode: call.mode,
         signal: controller.signal,
         ...(isApprovedPlan(call.expectedPlan) ? { expectedPlan: call.expectedPlan } : {}),
+        ...(call.blobs ? { blob: callBlobs(call.blobs, this.args.request) } : {}),
       });
       body = { id: call.id, ok: true, result };
     } catch (error) {
@@ -336,21 +312,14 @@ class HostSession {
         error instanceof ToolError
           ? { code: error.code, message: error.message }
           : { code: "INTERNAL", message: `The tool failed: ${error instanceof Error ? error.message : String(error)}` };
-      body = { id: call.id, ok: false, error: failure };
+      // The server would cut a longer message anyway; cut here, it is never sent.
+      body = { id: call.id, ok: false, error: boundFailure(failure) };
     } finally {
       clearTimeout(timer);
     }
     // The server gave up on a cancelled call: nothing to post.
     if (controller.signal.aborted) return;
     await this.outbox.post(body);
-  }
-
-  /** One line, once per run, when the server offers a newer tether-host; it never updates itself. */
-  private noticeUpdate(offered: string | undefined): void {
-    if (this.updateNoticed || !offered || !isOlderVersion(HOST_VERSION, offered)) return;
-    this.updateNoticed = true;
-    const file = `tether-host-${hostPlatform()}${process.platform === "win32" ? ".exe" : ""}`;
-    this.args.log(`tether-host: an update is available: ${offered} (this is ${HOST_VERSION}). Download ${this.args.server}/downloads/${file} and replace this executable.`);
   }
 
   private abortAll(): void {

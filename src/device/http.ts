@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import type { Readable } from "node:stream";
 import tls from "node:tls";
 import { EnvHttpProxyAgent, request, type Dispatcher } from "undici";
 import { HostConfigError } from "./config.js";
@@ -13,9 +14,10 @@ export interface DeviceResponse {
 }
 
 export interface DeviceRequestInit {
-  method?: "GET" | "POST";
+  method?: "GET" | "POST" | "PUT";
   headers: Record<string, string>;
-  body?: string;
+  /** A string, or a stream (a blob's bytes, never held whole in memory). */
+  body?: string | Readable;
   signal?: AbortSignal;
 }
 

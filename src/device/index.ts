@@ -8,7 +8,9 @@
  */
 export { runHost, ExitCode, backoffDelay, type RunHostOptions } from "./host.js";
 export { runCli, USAGE, type CliIo } from "./cli.js";
-export { hostEnvironment, HostConfigError, DEFAULT_SERVER_URL, type HostEnvironment } from "./config.js";
+export { hostEnvironment, resolveHostConfig, HostConfigError, DEFAULT_SERVER_URL, type HostEnvironment, type UpdatePolicy } from "./config.js";
+export { updateExecutable, type UpdateOutcome } from "./update.js";
+export type { HostUpdates } from "./host-updates.js";
 export { loadCredential, saveCredential, forgetCredential, credentialPath, type DeviceCredential } from "./credentials.js";
 export { HostClient, ServerError } from "./client.js";
 export { readEventStream, type SseMessage } from "./sse.js";

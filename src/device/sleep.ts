@@ -13,3 +13,16 @@ export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
     signal.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+export interface Backoff {
+  initialMs: number;
+  maxMs: number;
+}
+
+/** Delay before attempt `n` (0-based): exponential, capped, with "equal jitter" (half fixed, half random). */
+export function backoffDelay(attempt: number, backoff: Backoff, random = Math.random): number {
+  const ceiling = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(attempt, 30));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
+
+export const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

@@ -3,6 +3,7 @@ import fp from "fastify-plugin";
 import { isDatabaseUnavailable } from "../db/unavailable.js";
 import { ForbiddenError, HttpError, LoginRequiredError } from "./errors.js";
 import { isHtmxRequest } from "./htmx.js";
+import { describeWholeNumberPattern } from "./whole-number.js";
 
 export interface ErrorBody {
   statusCode: number;
@@ -16,7 +17,7 @@ export type ErrorPageRenderer = (request: FastifyRequest, reply: FastifyReply, e
 declare module "fastify" {
   interface FastifyInstance {
     /** Set by a pages plugin so browser requests get a rendered page instead of JSON. */
-    errorPageRenderer: ErrorPageRenderer | null;
+    tetherErrorPages: ErrorPageRenderer | null;
   }
 }
 
@@ -41,7 +42,7 @@ export function redirectTo(request: FastifyRequest, reply: FastifyReply, locatio
  */
 export const errorHandlerPlugin = fp(
   async (fastify) => {
-    fastify.decorate("errorPageRenderer", null);
+    fastify.decorate("tetherErrorPages", null);
 
     fastify.setErrorHandler(async (error: FastifyError | Error, request, reply) => {
       if (error instanceof LoginRequiredError) {
@@ -54,10 +55,11 @@ export const errorHandlerPlugin = fp(
       if (body.statusCode === 503) {
         // An outage, not a bug: one line, no stack; the request can simply be tried again.
         request.log.warn({ code: body.code, reason: error.message }, "request failed: service unavailable");
-        reply.header("retry-after", String(RETRY_AFTER_SECONDS));
+        // A refusal that knows better (how long until streams free up) has set its own.
+        if (!reply.hasHeader("retry-after")) reply.header("retry-after", String(RETRY_AFTER_SECONDS));
       } else if (body.statusCode >= 500) request.log.error({ err: error }, "request failed");
       reply.code(body.statusCode);
-      const renderer = fastify.errorPageRenderer;
+      const renderer = fastify.tetherErrorPages;
       if (renderer && wantsHtml(request)) return renderer(request, reply, body);
       return reply.send({ code: body.code, message: body.message });
     });
@@ -65,7 +67,7 @@ export const errorHandlerPlugin = fp(
     fastify.setNotFoundHandler(async (request, reply) => {
       const body = { statusCode: 404, code: "NOT_FOUND", message: `No route for ${request.method} ${request.url.split("?")[0]}` };
       reply.code(404);
-      const renderer = fastify.errorPageRenderer;
+      const renderer = fastify.tetherErrorPages;
       if (renderer && wantsHtml(request)) return renderer(request, reply, body);
       return reply.send({ code: body.code, message: body.message });
     });
@@ -113,7 +115,9 @@ function validationMessage(error: FastifyError): string {
   if (first.keyword === "additionalProperties") {
     return `${where}: unknown field "${(first.params as { additionalProperty: string }).additionalProperty}"`;
   }
-  return field ? `${where}: "${field}" ${first.message ?? "is invalid"}` : `${where} ${first.message ?? "is invalid"}`;
+  // Ajv's and the strict validator's pattern errors both name the pattern; a whole-number range says so in words.
+  const message = (first.keyword === "pattern" && describeWholeNumberPattern(first.params?.pattern)) || first.message || "is invalid";
+  return field ? `${where}: "${field}" ${message}` : `${where} ${message}`;
 }
 
 const FRAMEWORK_CODES: Record<string, string> = {

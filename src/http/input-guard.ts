@@ -59,6 +59,7 @@ function escaped(text: string, at: number): boolean {
 
 // Code units, not code points (no `u` flag): NUL, a high surrogate not followed by a low one, or a low
 // one not preceded by a high one.
+// eslint-disable-next-line no-control-regex -- NUL is exactly the character PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** False for a NUL or a surrogate half without its partner: text PostgreSQL refuses. */
@@ -141,7 +142,7 @@ export const inputGuardPlugin = fp(
         done(badRequest(TOO_DEEP, `Request body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
         return;
       }
-      parseJson(request, text, done);
+      void parseJson(request, text, done);
     });
 
     // preValidation: after routing and body parsing, before schemas and handlers, for every route

@@ -3,7 +3,8 @@
  * hook. Registered first, it sees the routes of every later plugin, including pages a consuming app
  * adds: the page-guard and fuzz tests walk it so that a route added tomorrow is covered without
  * anyone remembering to list it, and an operator can print it. Each entry names the statuses its
- * response schema covers, so a test can hold every JSON route to having one.
+ * response schema covers, so a test can hold every JSON route to having one, and the query parameters
+ * its schema declares, so the fuzz test sends each of them extreme values.
  */
 import fp from "fastify-plugin";
 
@@ -13,6 +14,8 @@ export interface RouteSummary {
   url: string;
   /** The keys of the route's response schema (`"200"`, `"4xx"`, …); empty when it declares none. */
   responseStatuses: readonly string[];
+  /** The properties of the route's querystring schema; empty when it declares none. */
+  queryParameters: readonly string[];
 }
 
 declare module "fastify" {
@@ -28,7 +31,8 @@ export const routeInventoryPlugin = fp(
     fastify.decorate("tetherRoutes", routes);
     fastify.addHook("onRoute", (route) => {
       const responseStatuses = Object.keys((route.schema?.response as Record<string, unknown> | undefined) ?? {});
-      for (const method of [route.method].flat()) routes.push({ method, url: route.url, responseStatuses });
+      const queryParameters = Object.keys((route.schema?.querystring as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+      for (const method of [route.method].flat()) routes.push({ method, url: route.url, responseStatuses, queryParameters });
     });
   },
   { name: "tether-route-inventory", fastify: "5.x" },

@@ -26,7 +26,9 @@ export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema
         ? { keyword: "required", instancePath: parent, params: { missingProperty: key }, message }
         : first.type === ValueErrorType.ObjectAdditionalProperties
           ? { keyword: "additionalProperties", instancePath: parent, params: { additionalProperty: key }, message }
-          : { keyword: ValueErrorType[first.type] ?? "type", instancePath: first.path, params: {}, message };
+          : first.type === ValueErrorType.StringPattern
+            ? { keyword: "pattern", instancePath: first.path, params: { pattern: (first.schema as { pattern?: string }).pattern }, message }
+            : { keyword: ValueErrorType[first.type] ?? "type", instancePath: first.path, params: {}, message };
     return { error: [error] as never };
   };
 };

@@ -6,3 +6,7 @@ export * from "./tool.js";
 export * from "./messages.js";
 export * from "./versions.js";
 export * from "./device-authorization.js";
+export * from "./plan.js";
+export * from "./manifest.js";
+export * from "./updates.js";
+export * from "./blobs.js";

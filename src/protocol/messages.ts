@@ -8,13 +8,14 @@
  *   2. `GET /api/host/stream`  (device token, `Tether-Protocol: 1`) opens the Server-Sent Events
  *      stream. Events: `ready`, `call`, `cancel`, `close`, plus `: keep-alive` comments.
  *   3. `POST /api/host/result/:callId` (device token, `Tether-Protocol: 1`) posts one call's outcome
- *      back. The id is in the path so the server checks it before it reads the (bounded) body; the
- *      first devices' `POST /api/host/result`, id in the body, is still served.
+ *      back. The id is in the path so the server checks it before it reads the (bounded) body.
+ *      `POST /api/host/results` carries several small outcomes at once.
  *
  * A device speaking another version gets 400 `PROTOCOL_VERSION_UNSUPPORTED`, naming both versions.
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { AnnouncedToolSchema, ToolModeSchema, type AnnouncedTool } from "./tool.js";
+import { BlobReadSchema } from "./blobs.js";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -56,6 +57,8 @@ export const HelloReplySchema = Type.Object({
   name: Type.String(),
   /** The tether-host version this server offers for download (`/downloads`); newer than the device's means an update exists. */
   hostVersion: Type.Optional(Type.String()),
+  /** The oldest tether-host this server supports (`MIN_HOST_VERSION`); an older device says so and shows as outdated. */
+  minimumHostVersion: Type.Optional(Type.String()),
 });
 export type HelloReply = Static<typeof HelloReplySchema>;
 
@@ -91,6 +94,8 @@ export const CallEventSchema = Type.Object({
   timeoutMs: Type.Number(),
   /** For `apply`: the approved plan, which the device's fresh plan must reproduce exactly. */
   expectedPlan: Type.Optional(ApprovedPlanSchema),
+  /** Blobs the input names by id (write_file's `blob`), resolved by the server: where and what to read. */
+  blobs: Type.Optional(Type.Record(Type.String({ pattern: "^b_[A-Za-z0-9_-]{22}$" }), BlobReadSchema, { maxProperties: 4 })),
 });
 export type CallEvent = Static<typeof CallEventSchema>;
 
@@ -111,14 +116,34 @@ export type CloseEvent = Static<typeof CloseEventSchema>;
 
 const CallId = Type.String({ minLength: 1, maxLength: 100 });
 
-/** A tool's refusal or failure, as the device reports it. */
+/** A tool's refusal or failure, as the device reports it (bounded further by `boundFailure` on both sides). */
 export const CallFailureSchema = Type.Object(
   { code: Type.String({ minLength: 1, maxLength: 100 }), message: Type.String({ maxLength: 10_000 }) },
   { additionalProperties: false },
 );
 
 /**
- * `POST /api/host/result` body: exactly one outcome per call id. The result is the tool's JSON as the
+ * What a device's error may be, agreed by both sides: a code of capitals, digits and `_` (every `ToolError` code),
+ * and a message of at most `MAX_ERROR_MESSAGE_CHARS` characters. The device bounds its errors with `boundFailure`
+ * before it posts them; the server bounds every error it receives the same way, since the wire still accepts the
+ * 10,000 characters first devices may send (refusing them would lose the call's outcome, or a whole batch).
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 500;
+export const ERROR_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+/** The code an error gets when the device's own is not code-shaped. */
+export const DEVICE_ERROR_CODE = "DEVICE_ERROR";
+
+export function boundFailure(failure: { code: string; message: string }): { code: string; message: string } {
+  const code = ERROR_CODE.test(failure.code) ? failure.code : DEVICE_ERROR_CODE;
+  const { message } = failure;
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return { code, message };
+  let end = MAX_ERROR_MESSAGE_CHARS - 1;
+  if (/[\uD800-\uDBFF]/.test(message[end - 1]!)) end -= 1;
+  return { code, message: `${message.slice(0, end)}…` };
+}
+
+/**
+ * One call's outcome with its id, as a batch (`POST /api/host/results`) carries it. The result is the tool's JSON as the
  * tool returned it, never fenced: fencing happens where content meets a model (`assistantTools`, MCP).
  */
 export const ResultBodySchema = Type.Union([

@@ -18,6 +18,27 @@ export const ToolName = Type.String({ pattern: TOOL_NAME_PATTERN, maxLength: 64 
 export const ToolClassSchema = Type.Union([Type.Literal("read"), Type.Literal("mutate"), Type.Literal("action")]);
 export type ToolClass = Static<typeof ToolClassSchema>;
 
+/**
+ * What a tool's definition may say about its effects beyond its class (MCP's tool annotations):
+ * `destructive` if it may remove or replace what is there (rather than only add), `idempotent` if
+ * calling it again with the same input changes nothing more.
+ */
+export interface ToolHints {
+  destructive?: boolean;
+  idempotent?: boolean;
+}
+
+/**
+ * A tool's hints, complete: its own where it gives them, else its class's. A read tool changes
+ * nothing (so it is idempotent and never destructive); an action tool acts on the screen, not on
+ * data; a mutate tool may replace or remove, and is not assumed idempotent.
+ */
+export function toolHints(toolClass: ToolClass, own: ToolHints = {}): Required<ToolHints> {
+  if (toolClass === "read") return { destructive: false, idempotent: true };
+  const byClass = toolClass === "action" ? { destructive: false, idempotent: false } : { destructive: true, idempotent: false };
+  return { ...byClass, ...own };
+}
+
 /** `run` for read and action tools; `plan` then `apply` for mutate tools. */
 export const ToolModeSchema = Type.Union([Type.Literal("run"), Type.Literal("plan"), Type.Literal("apply")]);
 export type ToolMode = Static<typeof ToolModeSchema>;

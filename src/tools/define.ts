@@ -6,12 +6,13 @@
  * safe as going through `invokeTool`.
  */
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
-import { TOOL_NAME, TOOL_NAME_PATTERN, type ToolClass, type ToolMode } from "../protocol/tool.js";
+import { boundSummary, planProblem } from "../protocol/plan.js";
+import { TOOL_NAME, TOOL_NAME_PATTERN, type ToolClass, type ToolHints, type ToolMode } from "../protocol/tool.js";
 import { ToolError, fromFsError, throwIfAborted } from "./errors.js";
 import type { Scope } from "./scope.js";
 import { compileValidator } from "./validate.js";
 
-export type { ToolClass, ToolMode };
+export type { ToolClass, ToolHints, ToolMode };
 
 /** A plain JSON object: results cross the network. */
 export type ToolResult = { [key: string]: unknown };
@@ -33,12 +34,24 @@ export interface ToolContext {
   opener?: Partial<OpenerCommands>;
   /** Set by the wrapper to the phase being run. */
   mode?: ToolMode;
+  /** A blob the input names by id (write_file's `blob`), as the runtime was given it; undefined when not given. */
+  blob?: (id: string) => BlobContent | undefined;
+}
+
+/** A blob's bytes as a tool reads them: what they must be, and a stream of them (the runtime fetches it). */
+export interface BlobContent {
+  size: number;
+  sha256: string;
+  contentType: string;
+  open(signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
 }
 
 interface LocalToolBase {
   readonly name: string;
   readonly description: string;
   readonly input: TSchema;
+  /** Effects beyond the class (MCP annotations); a class default where absent (see `toolHints`). */
+  readonly hints?: ToolHints;
 }
 
 export interface RunnableLocalTool extends LocalToolBase {
@@ -63,7 +76,8 @@ export interface RunToolDefinition<S extends TObject> {
   description: string;
   input: S;
   class: "read" | "action";
-  run(input: Static<S>, ctx: ToolContext): MaybePromise<ToolResult>;
+  hints?: ToolHints;
+  run(this: void, input: Static<S>, ctx: ToolContext): MaybePromise<ToolResult>;
 }
 
 export interface MutateToolDefinition<S extends TObject> {
@@ -71,8 +85,9 @@ export interface MutateToolDefinition<S extends TObject> {
   description: string;
   input: S;
   class: "mutate";
-  plan(input: Static<S>, ctx: ToolContext): MaybePromise<PlanResult>;
-  apply(input: Static<S>, ctx: ToolContext): MaybePromise<ToolResult>;
+  hints?: ToolHints;
+  plan(this: void, input: Static<S>, ctx: ToolContext): MaybePromise<PlanResult>;
+  apply(this: void, input: Static<S>, ctx: ToolContext): MaybePromise<ToolResult>;
 }
 
 export type LocalToolDefinition<S extends TObject> = RunToolDefinition<S> | MutateToolDefinition<S>;
@@ -82,7 +97,8 @@ export interface PlannedToolDefinition<S extends TObject> {
   name: string;
   description: string;
   input: S;
-  run(input: Static<S>, ctx: ToolContext, apply: boolean): MaybePromise<PlanResult>;
+  hints?: ToolHints;
+  run(this: void, input: Static<S>, ctx: ToolContext, apply: boolean): MaybePromise<PlanResult>;
 }
 
 /** The wire protocol's one tool-name rule: what a device can define, the server accepts. */
@@ -111,8 +127,15 @@ export function defineLocalTool<S extends TObject>(def: LocalToolDefinition<S>):
       throw normaliseError(error, name);
     }
     assertJsonResult(result, name);
-    if (phase === "plan" && (typeof result.diff !== "string" || typeof result.summary !== "string")) {
-      throw new ToolError("INTERNAL", `Tool ${name}: plan() must return { diff: string, summary: string }`);
+    if (phase === "plan") {
+      if (typeof result.diff !== "string" || typeof result.summary !== "string") {
+        throw new ToolError("INTERNAL", `Tool ${name}: plan() must return { diff: string, summary: string }`);
+      }
+      // The protocol's bounds, checked here as the server checks them: a plan the server would refuse
+      // never leaves the device. A long summary is shortened (the same way at apply), not refused.
+      result = { ...result, summary: boundSummary(result.summary) };
+      const problem = planProblem(result);
+      if (problem) throw new ToolError("PLAN_INVALID", `Tool ${name}: its plan is outside the protocol's bounds: ${problem}`);
     }
     return result;
   };
@@ -126,6 +149,7 @@ export function defineLocalTool<S extends TObject>(def: LocalToolDefinition<S>):
       description,
       input: def.input,
       class: cls,
+      ...(def.hints ? { hints: Object.freeze({ ...def.hints }) } : {}),
       run: (input: unknown, ctx: ToolContext) => execute("run", runDef.run, input, ctx),
     });
   }
@@ -138,7 +162,8 @@ export function defineLocalTool<S extends TObject>(def: LocalToolDefinition<S>):
       description,
       input: def.input,
       class: "mutate" as const,
-      plan: (input: unknown, ctx: ToolContext) => execute("plan", mutateDef.plan, input, ctx) as Promise<PlanResult>,
+      ...(def.hints ? { hints: Object.freeze({ ...def.hints }) } : {}),
+      plan: (input: unknown, ctx: ToolContext) => execute<PlanResult>("plan", mutateDef.plan, input, ctx),
       apply: (input: unknown, ctx: ToolContext) => execute("apply", mutateDef.apply, input, ctx),
     });
   }
@@ -173,7 +198,7 @@ function assertJsonResult(result: unknown, toolName: string): asserts result is 
     seen.add(v);
     if (Array.isArray(v)) v.forEach((item, i) => check(item, `${where}[${i}]`, depth + 1));
     else {
-      const proto = Object.getPrototypeOf(v);
+      const proto: unknown = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) throw bad(where, "is not a plain object");
       for (const [key, item] of Object.entries(v)) if (item !== undefined) check(item, `${where}.${key}`, depth + 1);
     }
@@ -186,6 +211,6 @@ function assertJsonResult(result: unknown, toolName: string): asserts result is 
 
 /** `defineLocalTool` for a mutate tool whose plan is its apply without the change (every built-in one). */
 export function definePlannedTool<S extends TObject>(def: PlannedToolDefinition<S>): LocalTool {
-  const { name, description, input, run } = def;
-  return defineLocalTool({ name, description, input, class: "mutate", plan: (value, ctx) => run(value, ctx, false), apply: (value, ctx) => run(value, ctx, true) });
+  const { name, description, input, hints, run } = def;
+  return defineLocalTool({ name, description, input, class: "mutate", hints, plan: (value, ctx) => run(value, ctx, false), apply: (value, ctx) => run(value, ctx, true) });
 }

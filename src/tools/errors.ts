@@ -32,6 +32,7 @@ export const TOOL_ERROR_CODES = [
   "TIMEOUT",
   "ABORTED",
   "IO_ERROR",
+  "PLAN_INVALID",
   "INTERNAL",
 ] as const;
 

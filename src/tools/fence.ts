@@ -1,15 +1,18 @@
 import { randomBytes } from "node:crypto";
 
 /**
- * Wraps data that came from a device (file content, command output, a tool's whole result) so a model can tell it
- * from instructions: rule 4 of the device-host contract, "file content fed back to the model is fenced as untrusted
- * data, because a file may contain instructions". The one place that fences: the tools, the device and the JSON
- * API carry content raw, and the two places content is handed to a model (`assistantTools` and the MCP server's
- * tool results) call this, once per piece of content. A string is fenced as it is; anything else as indented JSON.
+ * Wraps data that came from a device (file content, command output, a tool's whole result, and everything a device
+ * says about itself: its name, roots, tool descriptions, error messages, plan summaries) so a model can tell it from
+ * instructions: rule 4 of the device-host contract, "file content fed back to the model is fenced as untrusted
+ * data, because a file may contain instructions". The one function that fences: the tools, the device and the JSON
+ * API carry content raw, and the places content is handed to a model (`assistantTools`, the MCP server's tool list
+ * and results, through src/plugins/host/model-facing.ts) call this, once per piece of content. A string is fenced
+ * as it is; anything else as indented JSON.
  *
  * The closing marker carries a fresh 128-bit nonce, so the content can neither forge an opening marker the model
  * would trust nor close the fence early: it would have to guess the nonce, which is generated after the content
- * is fixed. A nonce that happens to occur in the content is drawn again.
+ * is fixed. A nonce that happens to occur in the content is drawn again. `label` names the source; callers build
+ * it from what the server knows (device ids, tool names), never from text a device chose.
  */
 export function fenceUntrusted(data: unknown, label = "file content"): string {
   const content = typeof data === "string" ? data : JSON.stringify(data ?? null, null, 2);
@@ -23,4 +26,17 @@ export function fenceUntrusted(data: unknown, label = "file content"): string {
     `${content}\n` +
     `</untrusted-data nonce="${nonce}">`
   );
+}
+
+/**
+ * `text` cut to at most `max` characters (UTF-16 code units, never splitting a surrogate pair), saying how much was
+ * cut: what a device may say is bounded before it is fenced, so a device cannot flood a model's context.
+ */
+export function capText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const marker = (cut: number) => ` […${cut} more characters cut]`;
+  // The marker counts against `max`; sized for the largest number it could show.
+  let end = Math.max(0, max - marker(text.length).length);
+  if (end > 0 && /[\uD800-\uDBFF]/.test(text[end - 1]!)) end -= 1;
+  return (text.slice(0, end) + marker(text.length - end)).slice(0, Math.max(max, 0));
 }

@@ -15,11 +15,12 @@ export {
   type RunnableLocalTool,
   type ToolClass,
   type ToolContext,
+  type BlobContent,
   type ToolMode,
   type ToolResult,
 } from "./define.js";
 export { TOOL_ERROR_CODES, ToolError, isToolError, type ToolErrorCode } from "./errors.js";
-export { fenceUntrusted } from "./fence.js";
+export { capText, fenceUntrusted } from "./fence.js";
 export { describeRoots, describeTool, invokeTool, type ApprovedPlan, type InvokeOptions, type ToolDescription } from "./invoke.js";
 export { defaultOpener } from "./opener.js";
 export { createScope, type ResolveOptions, type Scope } from "./scope.js";

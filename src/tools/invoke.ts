@@ -15,6 +15,8 @@ export interface InvokeOptions {
    * what was seen (a recursive delete's summary counts what it removes, so it is compared too).
    */
   expectedPlan?: ApprovedPlan;
+  /** Blobs the input names by id (see `ToolContext.blob`). */
+  blob?: ToolContext["blob"];
 }
 
 /** What the user saw and approved of a mutate tool's plan. */
@@ -42,6 +44,7 @@ export async function invokeTool(tools: readonly LocalTool[], name: string, inpu
   const ctx: ToolContext = { scope: opts.scope, mode };
   if (opts.signal) ctx.signal = opts.signal;
   if (opts.opener) ctx.opener = opts.opener;
+  if (opts.blob) ctx.blob = opts.blob;
   if (tool.class === "mutate") {
     if (mode === "plan") return tool.plan(input, ctx);
     if (mode === "apply") {

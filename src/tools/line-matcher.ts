@@ -15,6 +15,7 @@ const SOURCE = `(function matchTexts(re, reWhole, texts, maxHits) {
   for (var t = 0; t < texts.length; t++) {
     var text = texts[t];
     var hits = [];
+    var lengths = [];
     var total = 0;
     if (text.length > 0 && (reWhole === null || reWhole.test(text))) {
       var lineNo = 0;
@@ -26,14 +27,17 @@ const SOURCE = `(function matchTexts(re, reWhole, texts, maxHits) {
         var m = re.exec(line);
         if (m !== null) {
           total++;
-          if (hits.length < maxHits * 2) hits.push(lineNo, m.index);
+          if (hits.length < maxHits * 2) {
+            hits.push(lineNo, m.index);
+            lengths.push(m[0].length);
+          }
         }
         lineNo++;
         if (nl === -1 || nl + 1 >= text.length) break;
         pos = nl + 1;
       }
     }
-    results.push({ hits: hits, total: total });
+    results.push({ hits: hits, lengths: lengths, total: total });
   }
   return results;
 })`;
@@ -41,6 +45,8 @@ const SOURCE = `(function matchTexts(re, reWhole, texts, maxHits) {
 export interface TextMatches {
   /** Flattened pairs: 0-based line index, 0-based column of the first match on it. */
   hits: number[];
+  /** The length of each hit's match (UTF-16 code units, as columns are): lengths[h] belongs to hits[2h]. */
+  lengths: number[];
   /** Matching lines in the text, including those beyond `maxHits`. */
   total: number;
 }

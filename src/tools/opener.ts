@@ -4,6 +4,7 @@ import path from "node:path";
 import type { OpenerCommands } from "./define.js";
 import { ToolError } from "./errors.js";
 import { findExecutable } from "./process.js";
+import { isList } from "./validate.js";
 
 export function defaultOpener(platform: NodeJS.Platform = process.platform): OpenerCommands {
   if (platform === "darwin") return { open: ["open"], reveal: ["open", "-R"] };
@@ -22,16 +23,17 @@ export interface OpenerOutcome {
 }
 
 export async function launchOpener(argv: readonly string[] | undefined, target: string, signal?: AbortSignal): Promise<OpenerOutcome> {
-  if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
+  if (!isList(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
     throw new ToolError("OPENER_NOT_FOUND", "No opener command is configured for this platform");
   }
-  const executable = findExecutable(argv[0]!);
+  const [program, ...programArgs] = argv as readonly [string, ...string[]];
+  const executable = findExecutable(program);
   if (!executable) {
-    throw new ToolError("OPENER_NOT_FOUND", `The opener ${JSON.stringify(argv[0])} was not found on this device (is a desktop session installed?)`, {
-      command: argv[0],
+    throw new ToolError("OPENER_NOT_FOUND", `The opener ${JSON.stringify(program)} was not found on this device (is a desktop session installed?)`, {
+      command: program,
     });
   }
-  const args = [...argv.slice(1), target];
+  const args = [...programArgs, target];
   const command = [executable, ...args];
   return new Promise<OpenerOutcome>((resolve, reject) => {
     const child = spawn(executable, args, { shell: false, detached: true, stdio: ["ignore", "ignore", "pipe"], windowsHide: false });

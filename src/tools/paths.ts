@@ -50,6 +50,7 @@ export function checkPathSyntax(input: unknown, flavor: PathFlavor = currentFlav
   if (rest.includes(":")) throw invalid(input, "':' is only allowed after a drive letter (alternate data streams are not allowed)");
   for (const part of rest.split(/[\\/]/)) {
     if (WIN_DEVICE_NAME.test(part)) throw invalid(input, `${JSON.stringify(part)} is a reserved device name`);
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what Windows refuses in a name
     if (/[<>"|?*\u0000-\u001f]/.test(part)) throw invalid(input, `${JSON.stringify(part)} contains a character Windows does not allow`);
   }
 }

@@ -13,6 +13,7 @@ import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { ToolError } from "./errors.js";
 import { checkPathSyntax, currentFlavor, isWithin, joinAbsolute, separatorOf, splitAbsolute, type PathFlavor, type SplitPath } from "./paths.js";
+import { isList } from "./validate.js";
 
 export interface ResolveOptions {
   /**
@@ -38,7 +39,7 @@ const MAX_SYMLINKS = 40;
 
 export async function createScope(roots: readonly string[]): Promise<Scope> {
   const flavor = currentFlavor();
-  if (!Array.isArray(roots) || roots.length === 0) throw new ToolError("INVALID_ROOT", "A scope needs at least one root directory");
+  if (!isList(roots) || roots.length === 0) throw new ToolError("INVALID_ROOT", "A scope needs at least one root directory");
   const real: string[] = [];
   for (const root of roots) {
     try {
@@ -147,7 +148,7 @@ async function walkComponents(absolute: string, flavor: PathFlavor): Promise<str
       continue;
     }
     const next = joinAbsolute({ root: current.root, parts: [...current.parts, part] }, flavor);
-    let isLink = false;
+    let isLink: boolean;
     try {
       isLink = (await fsp.lstat(next)).isSymbolicLink();
     } catch {

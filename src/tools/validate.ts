@@ -9,6 +9,14 @@ import { Value } from "@sinclair/typebox/value";
 import { ToolError } from "./errors.js";
 
 const MAX_DEPTH = 64;
+
+/**
+ * `Array.isArray` for values typed as arrays but checked at run time anyway (a JavaScript caller may pass
+ * anything): unlike `Array.isArray`, it keeps the declared element type instead of widening it to `any`.
+ */
+export function isList(value: unknown): value is readonly unknown[] {
+  return Array.isArray(value);
+}
 const MAX_NODES = 100_000;
 
 /** Copies JSON-shaped data; anything else (functions, symbols, bigint, cycles, non-plain objects) is refused. */
@@ -24,7 +32,7 @@ export function copyJsonInput(value: unknown): unknown {
     }
     if (Array.isArray(v)) return v.map((item, i) => visit(item, depth + 1, `${where}[${i}]`));
     if (typeof v === "object") {
-      const proto = Object.getPrototypeOf(v);
+      const proto: unknown = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) throw invalid(where, "expected plain JSON data");
       const out: Record<string, unknown> = {};
       for (const key of Object.keys(v)) {

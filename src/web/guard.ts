@@ -21,7 +21,7 @@
  *     export const devicePages: FastifyPluginAsync = async (fastify) => {
  *       fastify.get("/devices", async (request, reply) => {
  *         const user = signedInUser(request);          // never null in here
- *         return reply.render("devices", { title: "Devices", devices: await list(user.id) });
+ *         return reply.tetherRender("devices", { title: "Devices", devices: await list(user.id) });
  *       });
  *     };
  *
@@ -39,6 +39,8 @@ import type { FastifyPluginAsync, FastifyPluginCallback, FastifyRequest, RawServ
 import fp from "fastify-plugin";
 import { redirectTo } from "../http/error-handler.js";
 import { LoginRequiredError } from "../http/errors.js";
+import { isHtmxRequest } from "../http/htmx.js";
+import { loginPath } from "./return-path.js";
 import type { UiUser } from "../plugins/session/session-plugin.js";
 
 declare module "fastify" {
@@ -52,6 +54,7 @@ declare module "fastify" {
  * A plugin of signed-in pages, async or callback style, with any type provider (plain or TypeBox).
  * It is registered without options: close over whatever it needs.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any options and any type provider, as Fastify's own register() accepts
 export type GuardedPagePlugin = FastifyPluginAsync<any, RawServerDefault, any> | FastifyPluginCallback<any, RawServerDefault, any>;
 
 export interface GuardedPagesOptions {
@@ -65,6 +68,25 @@ export function signedInUser(request: FastifyRequest): UiUser {
   return request.tetherUser;
 }
 
+/**
+ * The page to come back to after signing in: the address itself for a page, the page htmx was updating for
+ * an htmx request (only its path and query are kept, and loginPath accepts only a path on this site), none
+ * for anything else.
+ */
+function returnPathOf(request: FastifyRequest): string | undefined {
+  if (isHtmxRequest(request)) {
+    const current = request.headers["hx-current-url"];
+    if (typeof current !== "string") return undefined;
+    try {
+      const url = new URL(current, "http://current-url.invalid");
+      return `${url.pathname}${url.search}`;
+    } catch {
+      return undefined;
+    }
+  }
+  return request.method === "GET" ? request.url : undefined;
+}
+
 export const guardedPagesPlugin = fp<GuardedPagesOptions>(
   async (fastify, options) => {
     fastify.decorateRequest("tetherUser", null);
@@ -73,7 +95,10 @@ export const guardedPagesPlugin = fp<GuardedPagesOptions>(
       guarded.addHook("onRequest", async (request, reply) => {
         reply.header("cache-control", "no-store");
         const session = await request.fetchSession();
-        if (!session) return redirectTo(request, reply, "/login", 302);
+        // A page opened signed out comes back after sign-in (`/login?next=/device%3Fuser_code%3D…`). An htmx
+        // request is part of a page: it returns to that page (HX-Current-URL), whose session expired while it
+        // was open. A plain form post is not a page to return to: it goes to /login.
+        if (!session) return redirectTo(request, reply, loginPath(returnPathOf(request)), 302);
         request.tetherUser = session.user;
       });
 

@@ -21,9 +21,19 @@ export interface PageLocals {
   /** JSON for `<meta name="htmx-config">`. */
   htmxConfig: string;
   format: typeof format;
+  /** Counts the navigation shows (changes waiting for approval), when the app counts them; else null. */
+  navCounts: NavCounts | null;
+}
+
+export interface NavCounts {
+  pendingChanges: number;
 }
 
 declare module "fastify" {
+  interface FastifyRequest {
+    /** Set inside the guarded context by `navCounts` (home-page.ts) for whole pages. */
+    tetherNavCounts: NavCounts | null;
+  }
   interface FastifyReply {
     /**
      * Sends `src/views/<template>.eta` as HTML with the status set by `reply.code()` (200 otherwise).
@@ -31,7 +41,7 @@ declare module "fastify" {
      * fragment for an htmx swap. Templates see `it.user`, `it.assets`, `it.path` and `it.format`
      * besides `data` (which wins on a clash). Pages are per user, so they are sent `no-store`.
      */
-    render(template: string, data?: Record<string, unknown>): FastifyReply;
+    tetherRender(template: string, data?: Record<string, unknown>): FastifyReply;
   }
 }
 
@@ -74,13 +84,14 @@ export function wantsFragment(request: FastifyRequest): boolean {
   return isHtmxRequest(request) && request.headers["hx-request-type"] !== "full";
 }
 
-/** `reply.render`: Eta templates with autoescaping, compiled once and cached. */
+/** `reply.tetherRender`: Eta templates with autoescaping, compiled once and cached. */
 export const renderPlugin = fp<RenderPluginOptions>(
   async (fastify, options) => {
     const eta = new Eta({ views: options.viewsDir ?? VIEWS_DIR, cache: true, autoEscape: true });
-    const assets = fastify.assetUrls;
+    const assets = fastify.tetherAssets;
+    fastify.decorateRequest("tetherNavCounts", null);
 
-    fastify.decorateReply("render", function render(this: FastifyReply, template: string, data: Record<string, unknown> = {}) {
+    fastify.decorateReply("tetherRender", function tetherRender(this: FastifyReply, template: string, data: Record<string, unknown> = {}) {
       const request = this.request;
       const locals: PageLocals = {
         user: request.tetherUser ?? null,
@@ -88,6 +99,7 @@ export const renderPlugin = fp<RenderPluginOptions>(
         path: request.url.split("?")[0] ?? "/",
         htmxConfig: HTMX_CONFIG,
         format,
+        navCounts: request.tetherNavCounts ?? null,
       };
       const html = eta.render(template, { ...locals, ...data });
       if (!this.hasHeader("cache-control")) this.header("cache-control", "no-store");

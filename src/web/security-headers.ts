@@ -21,6 +21,28 @@ export const CONTENT_SECURITY_POLICY = [
 ].join("; ");
 
 /**
+ * An http(s) URL's origin as a CSP source expression, or undefined when it is anything else. Only a
+ * scheme, a host name of letters, digits, dots and hyphens (or a bracketed IPv6 address) and a port
+ * pass: the URL parser accepts hosts such as `x;sandbox`, which in a header would end the directive
+ * and start another.
+ */
+export function cspSourceOf(url: string): string | undefined {
+  let origin: string;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+  return /^https?:\/\/(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?$/i.test(origin) ? origin : undefined;
+}
+
+/** The policy with `form-action` widened to these URLs' origins; URLs that are not plain http(s) origins are left out. */
+export function policyWithFormActions(urls: readonly string[]): string {
+  const sources = [...new Set(urls.map(cspSourceOf).filter((source): source is string => source !== undefined))];
+  return sources.length === 0 ? CONTENT_SECURITY_POLICY : CONTENT_SECURITY_POLICY.replace("form-action 'self'", ["form-action 'self'", ...sources].join(" "));
+}
+
+/**
  * Security headers on every response (pages, errors, assets, the JSON API). A route may set its own
  * value for any of them first; this hook fills in only what is missing.
  */

@@ -32,14 +32,16 @@ t.test("device, proposal and token-call events are in the owner's activity", asy
   // One audit writer batches off the request path for host events and better-auth's sign-in events
   // alike: flushing its one queue makes both visible.
   await server.app.tetherAudit.flush();
-  const entries: Array<{ event: string; credential: string | null; tool: string | null }> =
+  const entries: Array<{ event: string; credential: string | null; credentialName: string | null; tool: string | null }> =
     (await readJson(await owner.get("/api/activity?limit=100"))).entries;
   const events = new Set(entries.map((e) => e.event));
   for (const event of ["sign-up", "token.create", "pair", "enroll", "call", "propose", "approve", "reject", "revoke"]) {
     t.ok(events.has(event), `a "${event}" entry`);
   }
   const tokenCall = entries.find((e) => e.event === "call" && e.tool === "stat");
-  t.match(tokenCall?.credential, /^token:/, "the token's call names the token that made it");
+  t.match(tokenCall, { credential: /^token:/, credentialName: "agent" }, "the token's call names the token that made it");
+  const page = await (await owner.get("/settings/activity")).text();
+  t.match(page, /tool stat · with API token “agent”/, "the activity page names the token");
 
   // Nobody else sees any of it.
   const stranger = await signedIn(server.url);

@@ -27,7 +27,7 @@ async function refused(t: Test, response: Response, code: string, what: string) 
 
 t.test("from the trusted proxy", async (t) => {
   const { url, app } = await startTestApp(t, { database, env: { SSO_ENABLED: "true", EDGE_SSO_TRUSTED_PROXIES: "127.0.0.1/32" } });
-  t.equal(app.getEdgeSsoEnabled(), true, "getEdgeSsoEnabled() is true");
+  t.equal(app.tetherEdgeSsoEnabled(), true, "tetherEdgeSsoEnabled() is true");
 
   t.test("an existing user: 200 and a session cookie that resolves", async (t) => {
     const { id, email } = await newUser(url, "edge");
@@ -127,7 +127,7 @@ t.test("neither proxies nor a secret configured: refuses everyone", async (t) =>
 
 t.test("SSO_ENABLED unset: no edge endpoint; email and password unchanged", async (t) => {
   const { url, app } = await startTestApp(t, { database, env: { EDGE_SSO_TRUSTED_PROXIES: "127.0.0.1/32" } });
-  t.equal(app.getEdgeSsoEnabled(), false, "getEdgeSsoEnabled() is false");
+  t.equal(app.tetherEdgeSsoEnabled(), false, "tetherEdgeSsoEnabled() is false");
   const { email } = await newUser(url, "edge-off");
   const response = await edgeSignIn(url, { "x-remote-email": email });
   t.equal(response.status, 404);

@@ -7,6 +7,7 @@ import type { DatabaseHandle } from "../../src/db/connect.js";
 import { freePort, startTestApp, TEST_SECRET } from "../helpers/app.js";
 import { readJson, TestClient } from "../helpers/client.js";
 import { afterSqlChange, bare, bearer, cookieOf, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
+import { eventually } from "../helpers/eventually.js";
 
 // request.getSession() must give a handler what better-auth itself would, and must cost nothing
 // until asked, and one query when asked (any number of times).
@@ -192,11 +193,11 @@ t.test("laziness: no query until asked, one query however often asked", async (t
   t.strictSame(await count(plain, "/test/twice", cookie), { status: 200, json: { same: true, userId: id }, queries: 1 }, "asked three times: one query");
   t.strictSame(await count(plain, "/test/twice", cookie), { status: 200, json: { same: true, userId: id }, queries: 1 }, "without a cache, one query every request");
   await count(plain, "/test/twice", bearer(token)); // the first use records last_used_at, in the background
-  for (let i = 0; i < 100; i++) {
-    const row = await db.selectFrom("api_token").select("last_used_at").where("user_id", "=", id).executeTakeFirstOrThrow();
-    if (row.last_used_at) break;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await eventually(
+    async () => (await db.selectFrom("api_token").select("last_used_at").where("user_id", "=", id).executeTakeFirstOrThrow()).last_used_at !== null,
+    2_000,
+    "last_used_at to be written",
+  );
   t.strictSame(await count(plain, "/test/twice", bearer(token)), { status: 200, json: { same: true, userId: id }, queries: 1 }, "a token: one query");
   t.strictSame(await count(plain, "/test/twice", {}), { status: 302, json: undefined, queries: 0 }, "anonymous: no query at all");
   const brief = new TestClient(url);

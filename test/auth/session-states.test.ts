@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import t from "tap";
 import type { App } from "../../src/app.js";
-import { verifyApiToken } from "../../src/plugins/session/index.js";
+import { verifyApiToken } from "../../src/plugins/session/api-tokens.js";
 import { startTestApp } from "../helpers/app.js";
 import { rawStatusLine, readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 import { afterSqlChange, bare, bearer, cookieOf, mintToken, newUser, PASSWORD, SESSION_COOKIE, sessionSetCookie, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";

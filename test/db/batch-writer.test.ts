@@ -1,7 +1,7 @@
 import t from "tap";
 import type { Test } from "tap";
 import { createBatchWriter } from "../../src/db/batch-writer.js";
-import { HOST_AUDIT_COLUMNS } from "../../src/db/schema.js";
+import { ACTIVITY_EVENT_COLUMNS } from "../../src/db/schema.js";
 import { eventually } from "../helpers/eventually.js";
 import { openTestDatabase } from "../helpers/database.js";
 
@@ -16,14 +16,14 @@ async function databaseWithUser(t: Test, userId: string) {
   return database.db;
 }
 
-for (const [form, columns] of [["VALUES", undefined], ["unnest", HOST_AUDIT_COLUMNS]] as const)
+for (const [form, columns] of [["VALUES", undefined], ["unnest", ACTIVITY_EVENT_COLUMNS]] as const)
 t.test(`audit rows in batches (${form}): visible soon without a flush, none lost on a clean stop, a bad row blocks nothing`, async (t) => {
   const userId = "batch-writer-user";
   const db = await databaseWithUser(t, userId);
-  const count = async () => Number((await db.selectFrom("host_audit").select(db.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+  const count = async () => Number((await db.selectFrom("activity_event").select(db.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
 
   const errors: unknown[] = [];
-  const writer = createBatchWriter(db, "host_audit", { ...(columns ? { columns } : {}), maxBatch: 100, flushIntervalMs: 20, onError: (error) => errors.push(error) });
+  const writer = createBatchWriter(db, "activity_event", { ...(columns ? { columns } : {}), maxBatch: 100, flushIntervalMs: 20, onError: (error) => errors.push(error) });
   writer.write(row(userId, 0));
   await eventually(async () => (await count()) === 1, 10_000, "the row written by the timer");
 
@@ -47,7 +47,7 @@ t.test(`audit rows in batches (${form}): visible soon without a flush, none lost
 
 t.test("the one-array-per-column INSERT stores every value as written: text that array literals must escape, nulls, numbers, JSON", async (t) => {
   const db = await databaseWithUser(t, "unnest-user");
-  const writer = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, onError: (error) => t.fail(String(error)) });
+  const writer = createBatchWriter(db, "activity_event", { columns: ACTIVITY_EVENT_COLUMNS, onError: (error) => t.fail(String(error)) });
   const awkward = ['a,b', '{braces}', 'say "hi"', "back\\slash", "NULL", "", "  spaced  ", "naïve ✓ 日本"];
   awkward.forEach((text, n) =>
     writer.write({ user_id: "unnest-user", event: "call", actor: "token", tool: text, mode: null, outcome: "ok", duration_ms: n, detail: JSON.stringify({ text, n, nested: { list: [1, null, "x"] } }) }),
@@ -55,7 +55,7 @@ t.test("the one-array-per-column INSERT stores every value as written: text that
   // A row naming a column the writer does not list (`at`) is written with the VALUES form instead.
   writer.write({ user_id: "unnest-user", event: "call", actor: "token", tool: "dated", outcome: "ok", at: new Date("2020-01-02T03:04:05Z") });
   await writer.close();
-  const rows = await db.selectFrom("host_audit").select(["tool", "mode", "duration_ms", "detail", "at"]).where("user_id", "=", "unnest-user").orderBy("id").execute();
+  const rows = await db.selectFrom("activity_event").select(["tool", "mode", "duration_ms", "detail", "at"]).where("user_id", "=", "unnest-user").orderBy("id").execute();
   t.same(
     rows.slice(0, awkward.length).map((row) => [row.tool, row.mode, row.duration_ms, row.detail]),
     awkward.map((text, n) => [text, null, n, { text, n, nested: { list: [1, null, "x"] } }]),
@@ -67,8 +67,8 @@ t.test("the one-array-per-column INSERT stores every value as written: text that
 
 t.test("rows written while a batch is being written are not stranded: they go out on their own, with no flush and no further write", async (t) => {
   const db = await databaseWithUser(t, "trickle-user");
-  const count = async () => Number((await db.selectFrom("host_audit").select(db.fn.countAll().as("n")).where("user_id", "=", "trickle-user").executeTakeFirstOrThrow()).n);
-  const writer = createBatchWriter(db, "host_audit", { columns: HOST_AUDIT_COLUMNS, maxBatch: 10_000, flushIntervalMs: 30, onError: (error) => t.fail(String(error)) });
+  const count = async () => Number((await db.selectFrom("activity_event").select(db.fn.countAll().as("n")).where("user_id", "=", "trickle-user").executeTakeFirstOrThrow()).n);
+  const writer = createBatchWriter(db, "activity_event", { columns: ACTIVITY_EVENT_COLUMNS, maxBatch: 10_000, flushIntervalMs: 30, onError: (error) => t.fail(String(error)) });
   t.teardown(() => writer.close());
 
   for (let n = 0; n < 300; n++) writer.write(row("trickle-user", n));

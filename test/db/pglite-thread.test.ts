@@ -27,7 +27,7 @@ t.test("rows, types and affected counts come back as PGlite returns them", async
   const when = new Date("2026-11-25T06:00:00.000Z");
   const inserted = await db
     .insertInto("item" as never)
-    .values({ id: 1, name: "one", seen: when, data: JSON.stringify({ a: [1, 2] }), raw: Buffer.from([0, 1, 255]) } as never)
+    .values({ id: 1, name: "one", seen: when, data: JSON.stringify({ a: [1, 2] }), raw: Buffer.from([0, 1, 255]) })
     .executeTakeFirst();
   t.equal(inserted.numInsertedOrUpdatedRows, 1n, "affected rows");
   const row = await sql<{ id: number; name: string; seen: Date; data: unknown; raw: Uint8Array }>`select * from item`.execute(db);
@@ -71,14 +71,19 @@ t.test("transactions commit, roll back on a thrown error, and are exclusive", as
 
   // A query outside an open transaction waits for it to end (PGlite has one session), so it sees the commit.
   let release!: () => void;
+  let inserted!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
+  const insertDone = new Promise<void>((resolve) => (inserted = resolve));
   const transaction = db.transaction().execute(async (tx) => {
     await sql`insert into item (id, name) values (3, 'late')`.execute(tx);
+    inserted();
     await held;
   });
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await insertDone;
+  // Sent while the transaction is open; the thread answers messages in order, so the commit sent next
+  // reaches it after this query, which must still wait for it.
   const outside = sql<{ count: number }>`select count(*)::int as count from item`.execute(db);
-  setTimeout(release, 50);
+  release();
   await transaction;
   t.equal((await outside).rows[0]!.count, 2, "the outside query ran after the commit");
 });
@@ -91,11 +96,17 @@ t.test("LISTEN delivers NOTIFY payloads, and stops on close", async (t) => {
   t.equal(ready, 1);
   await sql`select pg_notify('t_thread', 'hello')`.execute(db);
   await sql`select pg_notify('other', 'not for us')`.execute(db);
-  for (let i = 0; i < 100 && payloads.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await eventually(() => payloads.length > 0, 2_000, "the payload");
   t.same(payloads, ["hello"]);
   await subscription.close();
+  // Notifications arrive in the order they were sent: once a later one on another channel has arrived,
+  // 'after' would have too, had the closed subscription still been listening.
+  const marks: string[] = [];
+  const marker = await listen("t_marker", { onMessage: (payload) => marks.push(payload), onReady: () => {}, onProven: () => {}, onLost: () => {} });
   await sql`select pg_notify('t_thread', 'after')`.execute(db);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await sql`select pg_notify('t_marker', 'sent after')`.execute(db);
+  await eventually(() => marks.length > 0, 2_000, "the marker");
+  await marker.close();
   t.same(payloads, ["hello"], "nothing after the subscription closed");
 });
 
@@ -186,6 +197,7 @@ t.test("in memory, a thread that dies stays down: 503s, never a hang, and no emp
   const db = new Kysely<never>({ dialect: new PGliteDialect({ pglite }) });
   t.teardown(() => db.destroy());
   t.match(await exhaustTheHeap(db), { code: "57P02" });
+  // Proving an absence takes a wait: ten times the first restart delay a thread on disk would take.
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const later = await sql`select 1`.execute(db).catch((error: unknown) => error);
   t.match(later, { code: "57P02" }, "still down a second later: its data died with the thread");

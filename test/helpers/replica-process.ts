@@ -45,6 +45,8 @@ export function spawnReplica(options: ReplicaProcessOptions): ChildProcess {
       REDIS_URL: options.redisUrl,
       BETTER_AUTH_SECRET: options.secret,
       BETTER_AUTH_URL: options.publicUrl,
+      // No background tether-host build in a test (host-build.ts): a test that wants one says so.
+      HOST_BUILD_ON_START: "false",
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],

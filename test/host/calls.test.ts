@@ -27,7 +27,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
       [["stat", "read"], ["write_file", "mutate"], ["open_path", "action"]],
     );
     await server.app.tetherAudit.flush();
-    const audit = await server.database.db.selectFrom("host_audit").selectAll().where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
+    const audit = await server.database.db.selectFrom("activity_event").selectAll().where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
     t.equal(audit.length, 2, "each call is in the audit log");
     t.match(audit[0], { actor: "session", tool: "stat", mode: "run", outcome: "ok" });
   });
@@ -48,7 +48,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.equal(refused.status, 401);
     t.equal((await readJson(refused)).code, "UNAUTHENTICATED");
     await server.app.tetherAudit.flush();
-    const audit = await server.database.db.selectFrom("host_audit").select("actor").where("device_id", "=", deviceId).where("event", "=", "call").execute();
+    const audit = await server.database.db.selectFrom("activity_event").select("actor").where("device_id", "=", deviceId).where("event", "=", "call").execute();
     t.same(audit, [{ actor: "token" }]);
   });
 
@@ -103,7 +103,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
     controller.abort();
     t.equal(await pending, "aborted");
     t.same(await device.next("cancel"), { id: call.id });
-    const audit = () => server.database.db.selectFrom("host_audit").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
+    const audit = () => server.database.db.selectFrom("activity_event").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
     await eventually(async () => (await audit()).length === 1, 5000, "the audit row");
     t.same(await audit(), [{ outcome: "error", error_code: "CALL_ABORTED" }]);
   });
@@ -135,7 +135,7 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.ok(third.request.reusedSocket, "the third call rides the same connection");
     third.request.destroy();
     t.same(await device.next("cancel"), { id: call.id }, "the device is told to cancel the call that was waiting");
-    const audit = () => server.database.db.selectFrom("host_audit").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
+    const audit = () => server.database.db.selectFrom("activity_event").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
     await eventually(async () => (await audit()).length === 3, 5000, "three audit rows");
     t.same(await audit(), [
       { outcome: "ok", error_code: null },

@@ -1,5 +1,7 @@
 import t from "tap";
 import { startTestApp } from "../helpers/app.js";
+import { redisTest } from "../helpers/auth.js";
+import { openTestDatabase } from "../helpers/database.js";
 import { readJson, uniqueEmail } from "../helpers/client.js";
 import { browserClient, HTMX_HEADERS, textOf } from "../pages/support.js";
 import { protocolHeaders } from "./helpers.js";
@@ -27,8 +29,11 @@ async function owner(url: string) {
   return client;
 }
 
+/** One server for the tests that need no settings of their own; each uses owners of its own. */
+const shared = await startTestApp(t, { env: { DEVICE_POLL_INTERVAL: "1s" } });
+
 t.test("a device asks, the owner approves on /device, the device gets its own dt_ credential once", async (t) => {
-  const server = await startTestApp(t, { env: { DEVICE_POLL_INTERVAL: "1s" } });
+  const server = shared;
   const asked = await askForCode(server.url);
   t.equal(asked.status, 200);
   const { device_code, user_code, verification_uri, verification_uri_complete, interval, expires_in } = asked.body;
@@ -58,11 +63,13 @@ t.test("a device asks, the owner approves on /device, the device gets its own dt
   const page = await alice.get(`/device?user_code=${typed}`);
   t.equal(page.status, 200);
   const text = textOf(await page.text());
-  t.match(text, "Device name build-box");
+  t.match(text, "Device name The device calls itself “build-box”");
   t.match(text, "Platform linux-x64");
   t.match(text, "Version tether-host 0.1.0");
   t.match(text, /Requested from (127\.0\.0\.1|::1|::ffff:127\.0\.0\.1)/);
-  t.match(text, /Requested at \d+ \w+ \d{4}, \d\d:\d\d UTC/);
+  t.match(text, /Requested at \d+ \w+ \d{4}, \d\d:\d\d UTC \(less than a minute ago\)/);
+  t.match(text, "(your network)");
+  t.notMatch(text, /Warning|claims to be your own machine|This request was made/, "from the owner's own network, just now, an ordinary name: no warning");
 
   // Someone else's account cannot see or decide it once Alice opened it.
   const mallory = await owner(server.url);
@@ -96,10 +103,42 @@ t.test("a device asks, the owner approves on /device, the device gets its own dt
   t.equal(reused.status, 400, "single use");
 });
 
+t.test("the approval page warns about another network, an old request and a name posing as the owner's machine", async (t) => {
+  // Behind a proxy (TRUST_PROXY), as a deployment is: the device's address is the one its request was sent from.
+  const server = await startTestApp(t, { env: { TRUST_PROXY: "true" } });
+  const response = await fetch(`${server.url}/api/auth/device/code`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-forwarded-for": "203.0.113.9" },
+    body: JSON.stringify({ ...device, device_name: "MacBook Pro (this computer)" }),
+  });
+  const { user_code } = await readJson(response);
+  const erin = await owner(server.url);
+  const page = await erin.get(`/device?user_code=${user_code}`);
+  t.equal(page.status, 200);
+  const html = await page.text();
+  const text = textOf(html);
+  t.match(html, /<div class="alert alert-error" role="alert" id="device-network-warning">/, "a prominent warning");
+  t.match(text, /Warning: this request came from a different network than yours\. The device asked from 203\.0\.113\.9 ?; you are at (127\.0\.0\.1|::1|::ffff:127\.0\.0\.1) ?\./);
+  t.match(text, "The name “MacBook Pro (this computer)” claims to be your own machine.");
+  t.match(text, "Device name The device calls itself “MacBook Pro (this computer)” (a name chosen by whoever started it, not checked by Tether)");
+  t.notMatch(text, /Device name MacBook/, "never shown as a plain fact");
+  t.match(text, "(less than a minute ago)");
+  t.notMatch(text, "This request was made", "not old yet");
+
+  // Five minutes later (the code lives ten): the age says so, with a warning.
+  await server.database.db
+    .updateTable("deviceCode" as never)
+    .set({ requestedAt: new Date(Date.now() - 5 * 60_000) } as never)
+    .execute();
+  const later = textOf(await (await erin.get(`/device?user_code=${user_code}`)).text());
+  t.match(later, "This request was made 5 minutes ago.");
+  t.match(later, /Requested at .* UTC \(5 minutes ago\)/);
+});
+
 t.test("a denied request ends with access_denied; codes are refused for other clients and bad input", async (t) => {
-  const server = await startTestApp(t, { env: { DEVICE_POLL_INTERVAL: "1s" } });
+  const server = shared;
   t.match((await askForCode(server.url, { ...device, client_id: "someone-else" })).body, { error: "invalid_client" });
-  t.equal((await askForCode(server.url, { client_id: "tether-host" })).status, 400, "a device must say what it is");
+  t.equal((await askForCode(server.url, { client_id: "tether-host" })).status, 200, "name, platform and version are optional");
   t.equal((await askForCode(server.url, { ...device, device_name: "x".repeat(101) })).status, 400);
 
   const { device_code, user_code } = (await askForCode(server.url)).body;
@@ -122,8 +161,10 @@ t.test("a denied request ends with access_denied; codes are refused for other cl
 t.test("a code nobody approves expires: expired_token", async (t) => {
   const server = await startTestApp(t, { env: { DEVICE_CODE_EXPIRES_IN: "2s", DEVICE_POLL_INTERVAL: "1s" } });
   const { device_code, user_code } = (await askForCode(server.url)).body;
-  await new Promise((resolve) => setTimeout(resolve, 2_500));
-  t.match((await poll(server.url, device_code)).body, { error: "expired_token" });
+  // Polled at the interval the server asks for (a faster poll is told slow_down), until the code's two seconds are up.
+  let answer: any;
+  await eventually(async () => (answer = (await poll(server.url, device_code)).body).error === "expired_token", 15_000, "expiry", 1_100);
+  t.match(answer, { error: "expired_token" });
   const carol = await owner(server.url);
   const late = await carol.get(`/device?user_code=${user_code}`);
   t.equal(late.status, 400);
@@ -131,10 +172,25 @@ t.test("a code nobody approves expires: expired_token", async (t) => {
 });
 
 t.test("typing wrong codes is rate-limited per account", async (t) => {
-  const server = await startTestApp(t);
+  const server = shared;
   const dave = await owner(server.url);
   const statuses: number[] = [];
   for (let i = 0; i < 12; i++) statuses.push((await dave.get(`/device?user_code=WRNG-CD${i % 10}X`)).status);
   t.same(statuses.slice(0, 10), Array(10).fill(400));
   t.equal(statuses[11], 429);
+});
+
+redisTest(t, "with Redis, wrong codes count across replicas: the limit is the account's, not each process's", async (t) => {
+  const database = await openTestDatabase();
+  t.teardown(() => database.close());
+  const one = await startTestApp(t, { database, redis: true });
+  const two = await startTestApp(t, { database, redis: true });
+  const erin = await owner(one.url);
+  const onTwo = browserClient(two.url);
+  for (const [name, value] of erin.cookies) onTwo.cookies.set(name, value);
+  const statuses: number[] = [];
+  for (let i = 0; i < 11; i++) statuses.push((await (i % 2 === 0 ? erin : onTwo).get(`/device?user_code=WRNG-CD${i % 10}X`)).status);
+  t.same(statuses.slice(0, 10), Array(10).fill(400), "ten wrong codes, split across two replicas");
+  t.equal(statuses[10], 429, "the eleventh is refused");
+  t.equal((await erin.get("/device?user_code=WRNG-CDZX")).status, 429, "on either replica");
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import t, { type Test } from "tap";
-import { createMemoryDispatcher, DeviceCallError, type DeviceChannel, type Dispatcher, type MemoryDispatcherOptions } from "../../src/plugins/host/dispatcher.js";
+import { DeviceCallError, type DeviceChannel, type Dispatcher } from "../../src/plugins/host/dispatcher.js";
+import { createMemoryDispatcher, type MemoryDispatcherOptions } from "../../src/plugins/host/memory-dispatcher.js";
 import { createRedisDispatcher } from "../../src/plugins/host/redis-dispatcher.js";
 import type { AnnouncedTool } from "../../src/protocol/index.js";
 import { startOwnRedis } from "../helpers/redis-server.js";

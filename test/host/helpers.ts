@@ -137,23 +137,26 @@ export class ScriptedDevice {
     return this.next("call");
   }
 
-  postResult(result: ResultBody): Promise<Response> {
-    return fetch(`${this.url}/api/host/result`, {
+  /** Posts one call's outcome as tether-host does: the call id in the path, the outcome in the body. */
+  postResult({ id, ...outcome }: ResultBody): Promise<Response> {
+    return fetch(`${this.url}/api/host/result/${encodeURIComponent(id)}`, {
       method: "POST",
       headers: this.headers({ "content-type": "application/json" }),
-      body: JSON.stringify(result),
+      body: JSON.stringify(outcome),
     });
   }
 
   /** Answers calls as they come, with `answer` (a result, or an error as `{ error }`). */
-  serve(answer: (call: CallMessage) => unknown | Promise<unknown>): void {
+  serve(answer: (call: CallMessage) => unknown): void {
     void (async () => {
       while (!this.ended) {
         let call: CallMessage;
         try {
           call = await this.nextCall();
         } catch {
-          return;
+          // A quiet spell (nextCall's wait ran out) is not the end: serve until the stream ends.
+          if (this.ended) return;
+          continue;
         }
         const value = await answer(call);
         const body: ResultBody =
@@ -199,4 +202,17 @@ export function assertFencedOnce(t: Test, text: string, source: string, content:
   t.ok(text.endsWith(closing), "the fence closes at the very end, with its nonce");
   t.equal(text.split(nonce).length - 1, 2, "the nonce appears only in the two real markers");
   t.ok(text.slice(0, -closing.length).endsWith(content), "the content, unchanged, sits inside the fence");
+}
+
+/**
+ * What a model reads of `text`: outside every well-formed untrusted-data fence (each replaced by `[fenced]`), and
+ * each fence's content. A fence ends only at the closing tag with its own nonce, as a model is told to read it.
+ */
+export function splitFences(text: string): { outside: string; inside: string[] } {
+  const inside: string[] = [];
+  const outside = text.replace(/<untrusted-data nonce="([0-9a-f]{32})" source="[^"]*">\n[^\n]*\n([^]*?)\n<\/untrusted-data nonce="\1">/g, (_match, _nonce, content: string) => {
+    inside.push(content);
+    return "[fenced]";
+  });
+  return { outside, inside };
 }

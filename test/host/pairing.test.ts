@@ -8,8 +8,14 @@ import { readJson } from "../helpers/client.js";
 const enrollRaw = (url: string, body: unknown, headers: Record<string, string> = protocolHeaders) =>
   fetch(`${url}/api/host/enroll`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
+/**
+ * One server for the tests that only add rows of their own owners; the two that void or expire codes wholesale or
+ * exhaust the address's enrollment limit start their own.
+ */
+const shared = await startHostServer(t);
+
 t.test("pairing codes: format, enrollment, single use, stored hashed", async (t) => {
-  const server = await startHostServer(t);
+  const server = shared;
   const owner = await signedIn(server.url);
 
   const minted = await owner.post("/api/host/pairing-codes");
@@ -19,7 +25,7 @@ t.test("pairing codes: format, enrollment, single use, stored hashed", async (t)
   const lifetime = new Date(expiresAt).getTime() - Date.now();
   t.ok(lifetime > 9 * 60_000 && lifetime <= 10 * 60_000, "lives about 10 minutes");
 
-  const rows = await server.database.db.selectFrom("host_pairing_code").selectAll().execute();
+  const rows = await server.database.db.selectFrom("host_pairing_code").selectAll().where("user_id", "=", owner.userId).execute();
   t.equal(rows.length, 1);
   const bare = code.replace("-", "");
   t.notOk(JSON.stringify(rows).includes(bare), "the code itself is not stored");
@@ -93,7 +99,7 @@ t.test("enrollment is rate-limited per client address", async (t) => {
 });
 
 t.test("minting needs the owner's browser session; tokens and anonymous callers are refused", async (t) => {
-  const server = await startHostServer(t);
+  const server = shared;
   const anonymous = await fetch(`${server.url}/api/host/pairing-codes`, { method: "POST" });
   t.equal(anonymous.status, 401);
   const owner = await signedIn(server.url);
@@ -107,7 +113,7 @@ t.test("minting needs the owner's browser session; tokens and anonymous callers 
 });
 
 t.test("protocol version: a device speaking another version is told both", async (t) => {
-  const server = await startHostServer(t);
+  const server = shared;
   const owner = await signedIn(server.url);
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
   const v2 = await enrollRaw(server.url, { code, name: "x", platform: "y" }, { "tether-protocol": "2" });
@@ -130,7 +136,7 @@ t.test("protocol version: a device speaking another version is told both", async
 });
 
 t.test("revoking a device closes its stream at once and its token stops working", async (t) => {
-  const server = await startHostServer(t);
+  const server = shared;
   const owner = await signedIn(server.url);
   const other = await signedIn(server.url);
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
@@ -164,7 +170,7 @@ t.test("revoking a device closes its stream at once and its token stops working"
 });
 
 t.test("deactivating the owner closes their device streams at once", async (t) => {
-  const server = await startHostServer(t);
+  const server = shared;
   const owner = await signedIn(server.url);
   const { deviceId, token } = await enroll(server.url, (await readJson(await owner.post("/api/host/pairing-codes"))).code);
   const device = new ScriptedDevice(server.url, deviceId, token);
@@ -177,15 +183,20 @@ t.test("deactivating the owner closes their device streams at once", async (t) =
 });
 
 t.test("deleting the user deletes their devices, codes and proposals", async (t) => {
-  const server = await startHostServer(t);
+  const server = shared;
   const owner = await signedIn(server.url);
   await readJson(await owner.post("/api/host/pairing-codes"));
   const { deviceId } = await enroll(server.url, (await readJson(await owner.post("/api/host/pairing-codes"))).code);
   await server.app.tetherAudit.flush();
-  await server.database.db.deleteFrom("user").where("id", "=", owner.userId).execute();
-  t.equal((await server.database.db.selectFrom("host_device").select("id").where("id", "=", deviceId).execute()).length, 0);
-  t.equal((await server.database.db.selectFrom("host_pairing_code").select("id").execute()).length, 0);
-  t.equal((await server.database.db.selectFrom("host_audit").select("id").execute()).length, 0);
+  const { db } = server.database;
+  const rowsOf = async () => [
+    (await db.selectFrom("host_device").select("id").where("id", "=", deviceId).execute()).length,
+    (await db.selectFrom("host_pairing_code").select("id").where("user_id", "=", owner.userId).execute()).length,
+    (await db.selectFrom("activity_event").select("id").where("user_id", "=", owner.userId).execute()).length,
+  ];
+  t.ok((await rowsOf()).every((count) => count > 0), "a device, codes and audit rows before");
+  await db.deleteFrom("user").where("id", "=", owner.userId).execute();
+  t.same(await rowsOf(), [0, 0, 0], "none after");
 });
 
 t.test("parsePairingCode rejects what cannot be a code", async (t) => {

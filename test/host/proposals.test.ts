@@ -36,8 +36,11 @@ t.test("proposals", async (t) => {
     t.match(proposal, { proposalId: String, tool: "write_file", diff: DIFF, summary: "write notes.txt" });
     t.equal(applied.length, 0, "planning touches nothing");
 
+    // The list carries no diffs or inputs (issue 24); one proposal, read on its own, has both.
     const pending = await readJson(await owner.get("/api/host/proposals"));
-    t.match(pending.proposals, [{ id: proposal.proposalId, status: "pending", diff: DIFF, input: { path: "notes.txt", content: "new\n" } }]);
+    t.match(pending, { proposals: [{ id: proposal.proposalId, status: "pending", summary: "write notes.txt", diffBytes: DIFF.length, diffLines: 5 }], nextCursor: null, total: 1 });
+    t.notOk("diff" in pending.proposals[0] || "input" in pending.proposals[0], "the list has no diff or input");
+    t.match(await readJson(await owner.get(`/api/host/proposals/${proposal.proposalId}`)), { diff: DIFF, input: { path: "notes.txt", content: "new\n" }, purgedAt: null });
 
     const approved = await owner.post("/api/host/approve", { proposalId: proposal.proposalId });
     t.equal(approved.status, 200);
@@ -50,7 +53,7 @@ t.test("proposals", async (t) => {
     t.same(await readJson(again), { code: "ALREADY_DECIDED", message: "This proposal was already decided (applied)" });
 
     await server.app.tetherAudit.flush();
-    const trail = await db.selectFrom("host_audit").select(["event", "outcome"]).where("proposal_id", "=", proposal.proposalId).orderBy("id").execute();
+    const trail = await db.selectFrom("activity_event").select(["event", "outcome"]).where("proposal_id", "=", proposal.proposalId).orderBy("id").execute();
     t.same(trail.map((r) => `${r.event}:${r.outcome}`), ["propose:ok", "approve:ok", "apply:ok"]);
   });
 

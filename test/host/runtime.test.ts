@@ -25,8 +25,8 @@ t.test("configuration from the environment", async (t) => {
   t.same(parseRoots(undefined, "/work"), ["/work"], "default: the working directory");
   t.same(parseRoots(["a", "/abs", "", "a"].join(path.delimiter), "/work"), ["/work/a", "/abs"], "relative entries resolve against the cwd");
   t.equal(configDirectory({ TETHER_CONFIG_DIR: "/tmp/x" }), "/tmp/x");
-  t.equal(configDirectory({ XDG_CONFIG_HOME: "/cfg" }), "/cfg/tether");
-  t.equal(configDirectory({}), path.join(os.homedir(), ".config", "tether"));
+  t.equal(configDirectory({ XDG_CONFIG_HOME: "/cfg" }, "linux"), "/cfg/tether-host");
+  t.equal(configDirectory({}, "linux", "/home/me"), "/home/me/.config/tether-host");
   t.equal(normalizeServerUrl("http://example.com:3000/"), "http://example.com:3000");
   t.equal(normalizeServerUrl("https://example.com/tether/"), "https://example.com/tether");
   t.throws(() => normalizeServerUrl("ftp://example.com"), /not an http\(s\) URL/);

@@ -20,7 +20,7 @@ t.test("tools: Tether's own, then each device tool with a device argument and an
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   t.ok(byName.has("list_devices") && byName.has("proposal_status"));
   t.match(byName.get("read_file"), { annotations: { readOnlyHint: true, openWorldHint: false }, inputSchema: { required: ["device", "path"] } });
-  t.match(byName.get("read_file")!.inputSchema.properties!.device, { description: new RegExp(`${device.id} = "mcp-box" \\(online; roots: ${root}`) });
+  t.match(byName.get("read_file")!.inputSchema.properties!.device, { description: new RegExp(`Devices with this tool: ${device.id} \\(online\\)$`) });
   for (const name of ["write_file", "delete", "move"]) t.match(byName.get(name)?.annotations, { readOnlyHint: false, destructiveHint: true, openWorldHint: false }, name);
   t.match(byName.get("edit_file")?.annotations, { readOnlyHint: false, destructiveHint: false });
   t.notOk(byName.has("open_path"), "action tools are off by default");
@@ -30,7 +30,9 @@ t.test("tools: Tether's own, then each device tool with a device argument and an
 t.test("list_devices tells the model the roots and the online state", async (t) => {
   const result = await client.callTool({ name: "list_devices", arguments: {} });
   t.notOk(result.isError);
-  t.match(result.structuredContent, { devices: [{ id: device.id, name: "mcp-box", online: true, roots: [root] }] });
+  t.match(result.structuredContent, { devices: [{ id: device.id, online: true, new: true }] });
+  const fenced = /<untrusted-data nonce="([0-9a-f]{32})" source="devices">\n.*\n([^]*)\n<\/untrusted-data nonce="\1">/.exec(textOf(result));
+  t.match(JSON.parse(fenced![2]!), { devices: [{ id: device.id, name: "mcp-box", online: true, new: true, roots: [root] }] });
 });
 
 t.test("a read tool's result is fenced exactly once; a fake closing marker in the file stays inside", async (t) => {
@@ -40,7 +42,7 @@ t.test("a read tool's result is fenced exactly once; a fake closing marker in th
   t.notOk(result.isError);
   const raw = (await readJson(await owner.post("/api/host/calls", { deviceId: device.id, tool: "read_file", input: { path: "hostile.txt" } }))).result;
   t.equal(raw.content, hostile, "the JSON API gives the file's text raw, no markers added");
-  assertFencedOnce(t, textOf(result).split("\nNote: ")[0]!, "mcp-box:read_file", JSON.stringify(raw, null, 2));
+  assertFencedOnce(t, textOf(result).split("\nNote: ")[0]!, `${device.id}:read_file`, JSON.stringify(raw, null, 2));
 });
 
 t.test("refusals are tool results with isError and the code", async (t) => {
@@ -62,13 +64,19 @@ t.test("a mutate tool proposes; the owner approves; proposal_status follows it",
   t.notOk(proposed.isError);
   t.match(textOf(proposed), /NOT applied/);
   t.match(textOf(proposed), /-first line\n\+second line/);
-  const { proposalId, approveAt } = proposed.structuredContent as { proposalId: string; approveAt: string };
-  t.equal(approveAt, `${url}/devices`);
+  const { proposalId, approveAt, url: proposalUrl } = proposed.structuredContent as { proposalId: string; approveAt: string; url: string };
+  t.equal(proposalUrl, `${url}/devices/proposals/${proposalId}`, "the result links to the proposal's own page");
+  t.equal(approveAt, proposalUrl);
+  t.match(textOf(proposed), `approves or rejects it at ${proposalUrl}`);
+  const stored = await readJson(await owner.get(`/api/host/proposals/${proposalId}`));
+  t.match(stored, { url: proposalUrl, proposer: { actor: "mcp", name: "mcp" }, decidedBy: null }, "the proposal names the token that proposed it");
+  t.match(stored.proposer.credential, /^token:/);
   t.equal(await readFile(path.join(root, "notes.txt"), "utf8"), "first line\n", "nothing changed on disk");
   t.match((await client.callTool({ name: "proposal_status", arguments: { proposalId } })).structuredContent, { status: "pending" });
 
   const approved = await owner.post("/api/host/approve", { proposalId });
   t.match(await readJson(approved), { status: "applied" });
+  t.match(await readJson(await owner.get(`/api/host/proposals/${proposalId}`)), { decidedBy: "session" });
   t.equal(await readFile(path.join(root, "notes.txt"), "utf8"), "second line\n");
   t.match((await client.callTool({ name: "proposal_status", arguments: { proposalId } })).structuredContent, { status: "applied" });
 });
@@ -76,7 +84,7 @@ t.test("a mutate tool proposes; the owner approves; proposal_status follows it",
 t.test("every MCP call is audited with the token that made it", async (t) => {
   const tokens = (await readJson(await owner.get("/api/tokens"))).tokens as { id: string }[];
   await world.app.app.tetherAudit.flush();
-  const rows = await world.app.database.db.selectFrom("host_audit").selectAll().where("actor", "=", "mcp").execute();
+  const rows = await world.app.database.db.selectFrom("activity_event").selectAll().where("actor", "=", "mcp").execute();
   t.ok(rows.length >= 8, `${rows.length} audited MCP calls`);
   t.ok(rows.every((row) => row.credential === `token:${tokens[0]!.id}`));
   t.ok(rows.some((row) => row.tool === "list_devices") && rows.some((row) => row.event === "propose" && row.tool === "write_file"));
@@ -157,7 +165,7 @@ t.test("tools/list_changed when the device goes offline; a revoked token ends th
   await world.host.exited;
   await eventually(() => changes > 0, 20_000, "notifications/tools/list_changed");
   const { tools } = await client.listTools();
-  t.match(tools.find((tool) => tool.name === "stat")!.inputSchema.properties!.device, { description: /\(offline;/ });
+  t.match(tools.find((tool) => tool.name === "stat")!.inputSchema.properties!.device, { description: new RegExp(`${device.id} \\(offline\\)`) });
   const offline = await client.callTool({ name: "stat", arguments: { device: device.id, path: "README.md" } });
   t.match(offline, { isError: true, structuredContent: { code: "DEVICE_OFFLINE" } });
 

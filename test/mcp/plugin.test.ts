@@ -5,8 +5,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import Fastify from "fastify";
 import t from "tap";
 import { dbPlugin } from "../../src/db/index.js";
-import { errorHandlerPlugin } from "../../src/http/index.js";
-import { auditPlugin } from "../../src/plugins/audit/audit-plugin.js";
+import { errorHandlerPlugin, streamLimitsPlugin } from "../../src/http/index.js";
+import { auditPlugin } from "../../src/plugins/activity/audit-plugin.js";
 import { authPlugin, createAuth, originGuardPlugin } from "../../src/plugins/auth/index.js";
 import { createDevice } from "../../src/plugins/host/devices.js";
 import { hostPlugin } from "../../src/plugins/host/index.js";
@@ -35,6 +35,7 @@ async function bareApp(withHost: boolean) {
   await app.register(originGuardPlugin, { trustedOrigins: [url] });
   await app.register(authPlugin, { auth });
   await app.register(sessionPlugin);
+  await app.register(streamLimitsPlugin);
   if (withHost) await app.register(hostPlugin);
   await app.register(mcpPlugin);
   return app;

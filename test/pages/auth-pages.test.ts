@@ -173,12 +173,14 @@ t.test("an authenticated visitor is sent home from /login and /signup before any
   t.equal(htmx.headers.get("hx-redirect"), "/home");
 });
 
-t.test("sign out: the session row is deleted, the cookie cleared, and the browser lands on /login", async (t) => {
+t.test("sign out: the session row is deleted, the cookie cleared, and the browser lands on a page that says so", async (t) => {
   const { client } = await signedIn();
   const stolenCookie = client.cookieHeader;
   const response = await client.request("POST", "/logout");
   t.equal(response.status, 303);
-  t.equal(response.headers.get("location"), "/login");
+  t.equal(response.headers.get("location"), "/login?notice=signed-out");
+  const landing = await client.get("/login?notice=signed-out");
+  t.match(await landing.text(), /<div class="alert alert-success" role="status">You are signed out\. Sign in again to continue\.<\/div>/);
   t.match(response.headers.getSetCookie().join("\n"), /better-auth\.session_token=;[^\n]*Max-Age=0/i);
   t.equal(client.cookies.size, 0);
   const replay = await browserClient(url, { headers: { cookie: stolenCookie } }).get("/home");
@@ -186,7 +188,7 @@ t.test("sign out: the session row is deleted, the cookie cleared, and the browse
   t.equal(replay.headers.get("location"), "/login");
 
   const htmx = await (await signedIn()).client.request("POST", "/logout", { headers: HTMX_HEADERS });
-  t.equal(htmx.headers.get("hx-redirect"), "/login");
+  t.equal(htmx.headers.get("hx-redirect"), "/login?notice=signed-out");
 });
 
 t.test("a cross-origin form post is refused with a clear 403 page, in one place, before anything runs", async (t) => {
@@ -197,7 +199,9 @@ t.test("a cross-origin form post is refused with a clear 403 page, in one place,
   t.equal(response.headers.getSetCookie().length, 0, "no session was created");
   const html = await response.text();
   t.match(html, /<h1[^>]*>Forbidden<\/h1>/);
-  t.match(textOf(html), "This form was sent from a page that is not part of this site, so it was refused.");
+  t.match(textOf(html), "This form was sent from a page that is not part of this site (https://evil.example), so it was refused.");
+  t.match(textOf(html), `This site's address is ${url}.`, "the page names the address to use");
+  t.match(html, `href="${url}/home"`, "as a link");
 
   const byReferer = browserClient(url, { origin: null, headers: { referer: "https://evil.example/page" } });
   t.equal((await byReferer.request("POST", "/signup", { form: { name: "x", email: uniqueEmail(), password: PASSWORD } })).status, 403, "Referer when there is no Origin");
@@ -283,7 +287,7 @@ t.test("error pages for browsers, JSON for /api/* and for clients that do not as
   t.equal(api.status, 404);
   t.match(api.headers.get("content-type"), /application\/json/);
 
-  t.match(describeErrorPage({ statusCode: 429, code: "TOO_MANY", message: "x" }, 42), { heading: "Too many attempts", message: "Wait 42 seconds, then try again." });
+  t.match(describeErrorPage({ statusCode: 429, code: "TOO_MANY", message: "x" }, { retryAfterSeconds: 42 }), { heading: "Too many attempts", message: "Wait 42 seconds, then try again." });
   t.match(describeErrorPage({ statusCode: 500, code: "INTERNAL", message: "secret detail" }), { heading: "Something went wrong" });
   t.notMatch(describeErrorPage({ statusCode: 500, code: "INTERNAL", message: "secret detail" }).message, /secret/);
   t.match(describeErrorPage({ statusCode: 400, code: "BAD", message: "the message" }), { message: "the message" });
@@ -338,8 +342,8 @@ t.test("password reset: request a link, follow it, choose a new password, sign i
 
   const changed = await client.request("POST", "/reset-password", { form: { token, newPassword: "a much better password" } });
   t.equal(changed.status, 303);
-  t.equal(changed.headers.get("location"), "/login?reset=done");
-  t.match(textOf(await (await client.get("/login?reset=done")).text()), "Your password has been changed.");
+  t.equal(changed.headers.get("location"), "/reset-password/done");
+  t.match(textOf(await (await client.get("/reset-password/done")).text()), "Your password has been changed");
   t.equal((await client.request("POST", "/login", { form: { email, password: PASSWORD } })).status, 401, "the old password is gone");
   t.equal((await client.request("POST", "/login", { form: { email, password: "a much better password" } })).status, 303);
 

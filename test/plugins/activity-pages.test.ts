@@ -19,3 +19,15 @@ t.test("activityPages alone behind the guard: your own events, and everyone's fo
   t.equal(all.status, 200);
   t.match(await all.text(), /Password changed/);
 });
+
+t.test("a cursor past the largest bigint renders a 400 page that says the range, never a 500", async (t) => {
+  const { app, url } = await aloneBehindGuard(t, activityPages);
+  const admin = await signedUp(url, "admin");
+  await makeSiteAdmin(app, admin.userId);
+  for (const path of ["/settings/activity", "/admin/activity"]) {
+    const response = await admin.get(`${path}?before=9223372036854775808`);
+    t.equal(response.status, 400, path);
+    t.match(await response.text(), /must be a whole number from 0 to 9223372036854775807/);
+    t.equal((await admin.get(`${path}?before=9223372036854775807`)).status, 200, `${path}: the largest cursor`);
+  }
+});

@@ -6,9 +6,9 @@ t.test("it declares the error handler that answers for a missing file", (t) => r
 
 t.test("assetsPlugin alone: versioned, cacheable files from memory, and nothing else under /assets", async (t) => {
   const { app, url } = await alone(t, assetsPlugin);
-  t.match(app.assetUrls, { css: /^\/assets\/app\.css\?v=[\w-]{12}$/, htmx: /^\/assets\/htmx\.min\.js\?v=/ });
+  t.match(app.tetherAssets, { css: /^\/assets\/app\.css\?v=[\w-]{12}$/, htmx: /^\/assets\/htmx\.min\.js\?v=/ });
 
-  const versioned = await fetch(url + app.assetUrls.css);
+  const versioned = await fetch(url + app.tetherAssets.css);
   t.equal(versioned.status, 200);
   t.equal(versioned.headers.get("content-type"), "text/css; charset=utf-8");
   t.equal(versioned.headers.get("cache-control"), "public, max-age=31536000, immutable");
@@ -19,7 +19,7 @@ t.test("assetsPlugin alone: versioned, cacheable files from memory, and nothing 
   const etag = plain.headers.get("etag")!;
   t.equal((await fetch(`${url}/assets/app.css`, { headers: { "if-none-match": etag } })).status, 304);
 
-  const htmx = await fetch(url + app.assetUrls.htmx);
+  const htmx = await fetch(url + app.tetherAssets.htmx);
   t.match(htmx.headers.get("content-type"), /javascript/, "htmx is served from our own origin");
 
   const missing = await fetch(`${url}/assets/..%2Fpackage.json`);

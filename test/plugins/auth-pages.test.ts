@@ -21,7 +21,7 @@ t.test("authPages alone: sign up, sign out, sign in, ask for a reset, all as pla
 
   const logout = await browser.request("POST", "/logout");
   t.equal(logout.status, 303);
-  t.equal(logout.headers.get("location"), "/login");
+  t.equal(logout.headers.get("location"), "/login?notice=signed-out", "to a page that says so");
   t.notOk(browser.cookies.get("better-auth.session_token"), "the session cookie is gone");
 
   const login = await browser.request("POST", "/login", { form: { email, password: PASSWORD } });

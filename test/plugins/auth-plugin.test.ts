@@ -18,7 +18,7 @@ t.test("authPlugin alone: better-auth under /api/auth, and fastify.tetherCallAut
   await bare.listen();
   const { app, url } = bare;
   t.equal(app.tetherAuth, bare.auth);
-  t.equal(app.getEdgeSsoEnabled(), false);
+  t.equal(app.tetherEdgeSsoEnabled(), false);
   t.equal(app.tetherPasskeysEnabled(), false);
 
   const client = new TestClient(url);

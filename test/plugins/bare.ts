@@ -12,9 +12,10 @@ import tap, { type Test } from "tap";
 import type { DatabaseHandle } from "../../src/db/connect.js";
 import { dbPlugin } from "../../src/db/db-plugin.js";
 import { errorHandlerPlugin } from "../../src/http/error-handler.js";
+import { streamLimitsPlugin } from "../../src/http/stream-limits.js";
 import { activityPlugin } from "../../src/plugins/activity/activity-plugin.js";
 import { createActivityWriter } from "../../src/plugins/activity/writer.js";
-import { auditPlugin, createAuditWriter } from "../../src/plugins/audit/audit-plugin.js";
+import { auditPlugin, createAuditWriter } from "../../src/plugins/activity/audit-plugin.js";
 import { authPlugin } from "../../src/plugins/auth/auth-plugin.js";
 import { createAuth, type Auth } from "../../src/plugins/auth/create-auth.js";
 import { originGuardPlugin } from "../../src/plugins/auth/origin-guard.js";
@@ -39,6 +40,7 @@ export type Dependency =
   | "tether-auth"
   | "tether-session"
   | "tether-activity"
+  | "tether-streams"
   | "tether-host"
   | "tether-page-assets"
   | "tether-page-render"
@@ -63,6 +65,7 @@ const PROVIDERS: Record<Dependency, { plugin: AnyPlugin; options?: (context: Con
   "tether-auth": { plugin: authPlugin, options: ({ auth }) => ({ auth }) },
   "tether-session": { plugin: sessionPlugin },
   "tether-activity": { plugin: activityPlugin, options: ({ db }, app) => ({ writer: createActivityWriter(createAuditWriter(db, { onError: (error) => app.log.error(error) })) }) },
+  "tether-streams": { plugin: streamLimitsPlugin },
   "tether-host": { plugin: hostPlugin },
   "tether-page-assets": { plugin: assetsPlugin },
   "tether-page-render": { plugin: renderPlugin },
@@ -110,7 +113,7 @@ export interface BareApp {
   db: DatabaseHandle["db"];
   auth: Auth;
   /** Starts listening on the app's port (after the test has registered its subject). */
-  listen(): Promise<void>;
+  listen(this: void): Promise<void>;
 }
 
 /**
@@ -188,7 +191,7 @@ export async function signedUp(url: string, label = "bare"): Promise<TestClient 
 export async function showsPage(t: Test, user: TestClient, path: string, heading: string): Promise<string> {
   const anonymous = await fetch(user.baseURL + path, { redirect: "manual", headers: { accept: "text/html" } });
   t.equal(anonymous.status, 302, `${path}: anonymous visitors are sent to sign in`);
-  t.equal(anonymous.headers.get("location"), "/login");
+  t.equal(anonymous.headers.get("location"), path === "/home" ? "/login" : `/login?next=${encodeURIComponent(path)}`);
   const page = await user.get(path);
   t.equal(page.status, 200, `${path}: the signed-in user gets the page`);
   t.equal(page.headers.get("cache-control"), "no-store");

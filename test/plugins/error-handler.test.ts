@@ -17,7 +17,7 @@ t.test("errorHandlerPlugin alone: every failure is a clear { code, message }, ne
     });
     app.post("/strict", { schema: { body: Type.Object({ name: Type.String() }, { additionalProperties: false }) } }, async () => ({ ok: true }));
   });
-  t.equal(app.errorPageRenderer, null, "no pages plugin, so no page renderer: every error is JSON");
+  t.equal(app.tetherErrorPages, null, "no pages plugin, so no page renderer: every error is JSON");
 
   const typed = await fetch(`${base}/typed`);
   t.equal(typed.status, 409);

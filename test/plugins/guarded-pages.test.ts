@@ -17,7 +17,7 @@ t.test("guardedPagesPlugin alone: every page it is given is for the signed-in br
 
   const anonymous = await bare(url, "/mine");
   t.equal(anonymous.status, 302);
-  t.equal(anonymous.headers.get("location"), "/login");
+  t.equal(anonymous.headers.get("location"), "/login?next=%2Fmine", "to sign in, and back here after");
   t.equal(anonymous.headers.get("cache-control"), "no-store");
   t.equal((await bare(url, "/mine", { "hx-request": "true" })).headers.get("hx-redirect"), "/login", "htmx is redirected its own way");
 

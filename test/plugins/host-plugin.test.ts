@@ -19,7 +19,7 @@ t.test("hostPlugin alone: pair a device, see it online, call one of its tools", 
   t.equal(called.status, 200);
   t.match(await called.json(), { tool: "stat", class: "read", result: { size: 42, path: "notes.txt" } });
   await app.tetherAudit.flush();
-  const audited = await app.tetherDb.selectFrom("host_audit").select(["event", "tool", "outcome"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
+  const audited = await app.tetherDb.selectFrom("activity_event").select(["event", "tool", "outcome"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
   t.same(audited, [{ event: "call", tool: "stat", outcome: "ok" }], "the call is in the audit log");
 
   const unknown = await owner.post("/api/host/calls", { deviceId, tool: "no_such_tool" });

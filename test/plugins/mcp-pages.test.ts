@@ -27,6 +27,6 @@ t.test("mcpPublicPages alone: the sign-in stop on the way to authorizing a clien
   t.equal(page.status, 200);
   const html = await page.text();
   t.match(html, "<h1>Sign in to continue</h1>");
-  t.match(html, "/api/auth/oauth2/authorize?client_id=abc&amp;scope=host%3Acall", "it continues to the same request");
   t.notMatch(html, "sig=secret", "without the provider's signature parameters");
+  t.match(html, 'href="/login?next=%2Fapi%2Fauth%2Foauth2%2Fauthorize%3Fclient_id%3Dabc%26scope%3Dhost%253Acall"', "signing in continues to the same request");
 });

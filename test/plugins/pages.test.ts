@@ -15,7 +15,7 @@ t.test("pagesPlugin alone: the public pages, their assets, headers and error pag
   t.equal(login.status, 200);
   t.equal(login.headers.get("content-security-policy"), CONTENT_SECURITY_POLICY, "security headers on every page");
   t.match(await login.text(), "<h1>Sign in to Tether</h1>");
-  t.equal((await browser.get(app.assetUrls.css)).status, 200, "and the assets the pages link");
+  t.equal((await browser.get(app.tetherAssets.css)).status, 200, "and the assets the pages link");
 
   const email = uniqueEmail("pages");
   const signup = await browser.request("POST", "/signup", { form: { name: "Page Person", email, password: PASSWORD } });

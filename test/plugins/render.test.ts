@@ -7,12 +7,12 @@ import { alone, refusesWithout } from "./bare.js";
 
 t.test("it declares the assets plugin whose URLs every page links", (t) => refusesWithout(t, renderPlugin, "tether-page-assets"));
 
-t.test("renderPlugin alone: reply.render sends an escaped template, never cached", async (t) => {
+t.test("renderPlugin alone: reply.tetherRender sends an escaped template, never cached", async (t) => {
   const views = await mkdtemp(path.join(os.tmpdir(), "tether-views-"));
   t.teardown(() => rm(views, { recursive: true, force: true }));
   await writeFile(path.join(views, "greet.eta"), "<p><%= it.name %></p><link href=\"<%= it.assets.css %>\"><i><%= it.path %></i>");
   const { url } = await alone(t, renderPlugin, { viewsDir: views }, (app) => {
-    app.get("/greet", async (request, reply) => reply.render("greet", { name: (request.query as { name: string }).name }));
+    app.get("/greet", async (request, reply) => reply.tetherRender("greet", { name: (request.query as { name: string }).name }));
   });
   const page = await fetch(`${url}/greet?name=${encodeURIComponent("<script>alert(1)</script>")}`);
   t.equal(page.status, 200);

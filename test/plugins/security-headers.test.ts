@@ -24,3 +24,15 @@ t.test("over https the browser is told to stay on https", async (t) => {
   const { url } = await alone(t, securityHeadersPlugin, { https: true }, routes);
   t.equal((await fetch(`${url}/page`)).headers.get("strict-transport-security"), "max-age=31536000");
 });
+
+t.test("policyWithFormActions adds plain http(s) origins only: nothing in a URL can start another directive", async (t) => {
+  const { policyWithFormActions, cspSourceOf } = await import("../../src/web/security-headers.js");
+  t.equal(cspSourceOf("http://127.0.0.1:8123/callback?x=1"), "http://127.0.0.1:8123");
+  t.equal(cspSourceOf("https://client.example/cb"), "https://client.example");
+  t.equal(cspSourceOf("http://[::1]:9/cb"), "http://[::1]:9");
+  for (const url of ["http://x;sandbox", "https://a;sandbox/cb", "https://a,b/cb", "cursor://callback", "javascript:alert(1)", "not a url", "https://a'b/"]) {
+    t.equal(cspSourceOf(url), undefined, url);
+    t.equal(policyWithFormActions([url]), CONTENT_SECURITY_POLICY, `${url} leaves the policy as it is`);
+  }
+  t.match(policyWithFormActions(["https://client.example/cb"]), "form-action 'self' https://client.example;");
+});

@@ -9,7 +9,7 @@ import { bearer, mintToken, newUser } from "../helpers/auth.js";
 import { TestClient } from "../helpers/client.js";
 import { pair, ScriptedDevice, writeTool, statTool } from "../host/helpers.js";
 
-const { url, database, app } = await startTestApp(t);
+const { url, app } = await startTestApp(t);
 const admin = await newUser(url, "nul-admin", { adminOf: app });
 const owner = admin.client;
 const device = await pair(owner, "nul-device");
@@ -119,7 +119,7 @@ t.test("the depth scan counts brackets outside strings only, escapes included", 
     [JSON.stringify({ a: '[[[[\\"[[[' }), 1, false],
     [JSON.stringify(["\\"]), 0, true],
     ['"\\\\"[[', 1, true],
-    ['"\\\"[["', 1, false],
+    ['"\\"[["', 1, false],
     ['["unterminated [[[', 1, false],
   ];
   for (const [text, limit, expected] of cases) t.equal(exceedsJsonDepth(text, limit), expected, `${text} over ${limit}`);

@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import t from "tap";
 import { MAX_SHOWN_DIFF_LINES, MAX_STORED_DIFF_LINES } from "../../src/plugins/host/diff-limits.js";
 import { RESULT_BODY_LIMITS } from "../../src/plugins/host/result-body.js";
-import { startServerProcess } from "../chaos/services.js";
+import { startServerProcess } from "../helpers/services.js";
 import { cookieOf, newUser } from "../helpers/auth.js";
 import { pair, ScriptedDevice, statTool, writeTool } from "../host/helpers.js";
 import { readJson } from "../helpers/client.js";
@@ -147,12 +147,7 @@ function postOutcome(callId: string, body: string): Promise<Response> {
 
 // A result refused at the edge ends its call at once: the caller is told why (502 DEVICE_RESULT_INVALID),
 // not kept waiting until the call's timeout (60 s here, which would answer DEVICE_TIMEOUT).
-/** The first devices' route, with the call id in the body. */
-function postLegacyResult(callId: string, body: string): Promise<Response> {
-  return fetch(`${url}/api/host/result`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: JSON.stringify({ id: callId, ...JSON.parse(body) }) });
-}
-
-for (const [route, post] of [["/api/host/result/<call id>", postOutcome], ["/api/host/result (id in the body)", postLegacyResult]] as const) {
+for (const [route, post] of [["/api/host/result/<call id>", postOutcome]] as const) {
   t.test(`NUL bytes in a diff posted to ${route} are refused at the edge, and the caller hears of it at once`, async (t) => {
     const answer = owner.client.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "f", content: "x" }, timeoutMs: 60_000 });
     const planned = await device.nextCall();

@@ -17,6 +17,7 @@ const MACHINE_ENDPOINT = /^\/(api\/|mcp$|\.well-known\/|healthz$)/;
 const EXEMPT: Record<string, string> = {
   "/api/auth/*": "better-auth's own handler (out of scope: better-auth owns those responses)",
   "/.well-known/oauth-authorization-server/api/auth": "better-auth's authorization-server metadata, passed through as better-auth answers it",
+  "/.well-known/oauth-authorization-server": "the same metadata at the origin's root, for clients that know only the origin",
   "/mcp": "JSON-RPC written by the MCP SDK's transport, sent as bytes",
   "/api/host/stream": "Server-Sent Events",
 };
@@ -53,7 +54,10 @@ function addFieldsTo(service: HostService, methods: ("device" | "listDevices" | 
     const original = target[method]!.bind(service);
     target[method] = async (...args) => {
       const value = await original(...args);
-      return Array.isArray(value) ? value.map((item: object) => ({ ...item, ...extra })) : { ...(value as object), ...extra };
+      if (Array.isArray(value)) return value.map((item: object) => ({ ...item, ...extra }));
+      // A page of proposals: the extra fields on each of them too.
+      const page = value as { proposals?: object[] };
+      return { ...page, ...extra, ...(page.proposals ? { proposals: page.proposals.map((item) => ({ ...item, ...extra })) } : {}) };
     };
   }
 }

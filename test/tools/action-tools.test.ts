@@ -74,7 +74,7 @@ t.test("a missing or failing opener is a typed error", async (t) => {
       await invokeTool(builtinTools, name, input, { scope: s.scope, opener });
       return "OK";
     } catch (error) {
-      return error instanceof ToolError ? `${error.code}: ${error.message}` : `crash: ${error}`;
+      return error instanceof ToolError ? `${error.code}: ${error.message}` : `crash: ${String(error)}`;
     }
   };
   t.match(await code({ open: ["/nonexistent/xdg-open"] }), /^OPENER_NOT_FOUND/);

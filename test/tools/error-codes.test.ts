@@ -41,11 +41,20 @@ t.test("each error code is raised with a human message", async (t) => {
     },
   });
   const notJson = defineLocalTool({ name: "not_json", description: "d", input: Type.Object({}), class: "read", run: () => ({ when: new Date() }) });
+  // A plan over the protocol's bounds (src/protocol/plan.ts): more entries than a plan may list.
+  const sprawling = defineLocalTool({
+    name: "sprawling",
+    description: "Plans a delete listing too many entries",
+    input: Type.Object({}),
+    class: "mutate",
+    plan: () => ({ diff: "", summary: "Delete everything", removes: Array.from({ length: 1001 }, (_, i) => ({ path: `f${i}`, type: "file" })) }),
+    apply: () => ({ applied: true }),
+  });
   const call = (name: string, input: unknown, mode?: "plan" | "apply") => invokeTool([...builtinTools, swapper, notJson], name, input, { scope: s.scope, ...(mode ? { mode } : {}) });
   const aborted = new AbortController();
   aborted.abort();
 
-  const triggers: Record<ToolErrorCode, () => Promise<unknown> | unknown> = {
+  const triggers: Record<ToolErrorCode, () => unknown> = {
     INVALID_INPUT: () => call("read_file", { path: 1 }),
     INVALID_PATH: () => call("read_file", { path: "\\\\server\\share\\x" }),
     INVALID_MODE: () => call("read_file", { path: "a.txt" }, "apply"),
@@ -77,6 +86,7 @@ t.test("each error code is raised with a human message", async (t) => {
     // A real EIO from the kernel: /proc/self/mem read at offset 0, which is never mapped (Linux).
     IO_ERROR: async () => invokeTool(builtinTools, "read_file", { path: "/proc/self/mem" }, { scope: await createScope(["/proc/self"]) }),
     INTERNAL: () => call("not_json", {}),
+    PLAN_INVALID: () => invokeTool([sprawling], "sprawling", {}, { scope: s.scope }),
   };
   t.same(Object.keys(triggers).sort(), [...TOOL_ERROR_CODES].sort(), "every code has a trigger");
   for (const [expected, trigger] of Object.entries(triggers)) {

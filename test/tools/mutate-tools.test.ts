@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { builtinTools, invokeTool } from "../../src/tools/index.js";
-import { sandbox, snapshot, tempDir } from "./helpers.js";
+import { sandbox, snapshot } from "./helpers.js";
 
 const read = (p: string) => fs.readFileSync(p, "utf8");
 const noTempFiles = (dir: string) => !fs.readdirSync(dir, { recursive: true }).some((n) => String(n).includes(".tether-"));

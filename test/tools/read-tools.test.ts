@@ -105,7 +105,7 @@ t.test("read_file: 1 MB limit, cut at a line boundary, truncation reported", asy
   const one = await s.call("read_file", { path: "oneline.txt" });
   t.match(one, { truncated: true, lastLineTruncated: true, endLine: 1, nextStartLine: 2 });
   t.ok(Buffer.byteLength(one.content as string) <= 1024 * 1024);
-  t.notMatch(one.content as string, /\uFFFD/, "no broken character at the cut");
+  t.notMatch(one.content, /\uFFFD/, "no broken character at the cut");
   t.equal(one.omittedBytes, 1 + 1_400_000 + 1 + "next\n".length - Buffer.byteLength(one.content as string), "the rest of the line and the lines after it");
 });
 
@@ -187,7 +187,8 @@ t.test("grep", async (t) => {
   t.same(hits(basic), ["a.txt:3", "crlf.txt:1", "dist/out.js:1", "src/b.ts:1"]);
   t.match(basic, { count: 4, truncated: false, omittedMatches: 0, limit: 200, lineLimitBytes: 1024, filesMatched: 4, skipped: { binary: 1 } });
   t.same((basic.matches as { text: string }[])[1]!.text, "beta", "CR stripped from CRLF lines");
-  t.match((basic.matches as unknown[])[0], { path: "a.txt", line: 3, column: 7, text: "gamma beta" });
+  t.match((basic.matches as unknown[])[0], { path: "a.txt", line: 3, column: 7, matchLength: 4, text: "gamma beta" });
+  t.match((await s.call("grep", { pattern: "m+a b", path: "a.txt" })).matches, [{ column: 3, matchLength: 5 }], "the match's own length, for marking it exactly");
   t.same(hits(await s.call("grep", { pattern: "beta", ignoreCase: true })), ["a.txt:2", "a.txt:3", "crlf.txt:1", "dist/out.js:1", "src/b.ts:1"]);
   t.same(hits(await s.call("grep", { pattern: "a.b(c)", literal: true })), ["src/b.ts:2"]);
   t.same(hits(await s.call("grep", { pattern: "^[A-Z]" })), ["a.txt:2"]);

@@ -5,8 +5,9 @@ import { unauthorized } from "../../http/errors.js";
 import { DateTime, jsonResponses, Nullable } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 import { ACTIVITY_EVENT_NAMES, type ActivityEntry } from "./events.js";
-import { listActivity, type ActivityPage, type ActivityQuery } from "./repository.js";
+import { ActivityCursor, ActivityLimit, listActivity, type ActivityPage, type ActivityQuery } from "./repository.js";
 import type { ActivityWriter } from "./writer.js";
+import { SCOPES } from "../session/scopes.js";
 
 export interface ActivityPluginOptions {
   writer: ActivityWriter;
@@ -26,23 +27,16 @@ declare module "fastify" {
   }
 }
 
-/** A scoped API token reads its user's activity only with this scope. */
-export const ACTIVITY_SCOPE = "activity";
-const ADMIN_SCOPE = "admin";
-
-const Cursor = Type.String({ pattern: "^[0-9]{1,19}$" });
-// Query strings are strings (the app does not coerce types): a page size is digits, bounded below.
-const Limit = Type.String({ pattern: "^[0-9]{1,3}$" });
 const limitOf = (limit: string | undefined) => (limit === undefined ? undefined : Number(limit));
 const EventName = Type.Union(ACTIVITY_EVENT_NAMES.map((name) => Type.Literal(name)));
 const OwnQuery = Type.Object(
-  { before: Type.Optional(Cursor), limit: Type.Optional(Limit), event: Type.Optional(EventName) },
+  { before: Type.Optional(ActivityCursor), limit: Type.Optional(ActivityLimit), event: Type.Optional(EventName) },
   { additionalProperties: false },
 );
 const AdminQuery = Type.Object(
   {
-    before: Type.Optional(Cursor),
-    limit: Type.Optional(Limit),
+    before: Type.Optional(ActivityCursor),
+    limit: Type.Optional(ActivityLimit),
     event: Type.Optional(EventName),
     userId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     outcome: Type.Optional(Type.Union([Type.Literal("ok"), Type.Literal("error")])),
@@ -64,6 +58,8 @@ export const ActivityEntrySchema = Type.Object({
   device: Nullable(Type.Object({ id: Type.String(), name: Type.String() })),
   tool: Nullable(Type.String()),
   credential: Nullable(Type.String()),
+  /** That credential's name (an API token's, an OAuth client's); null when there is none, or it was deleted. */
+  credentialName: Nullable(Type.String()),
 });
 const ActivityPageSchema = Type.Object({ entries: Type.Array(ActivityEntrySchema), nextCursor: Nullable(Type.String()) });
 export type ActivityPageJson = Static<typeof ActivityPageSchema>;
@@ -93,13 +89,13 @@ const activityApi: FastifyPluginAsyncTypebox = async (api) => {
     const response = jsonResponses({ 200: ActivityPageSchema });
 
     api.get("/api/activity", { schema: { querystring: OwnQuery, response } }, async (request) => {
-      const session = await request.getSession({ requiredScope: ACTIVITY_SCOPE });
+      const session = await request.getSession({ requiredScope: SCOPES.activity });
       if (!session) throw unauthorized();
       return listActivity(db, { ...request.query, limit: limitOf(request.query.limit), userId: session.user.id });
     });
 
     api.get("/api/admin/activity", { schema: { querystring: AdminQuery, response } }, async (request) => {
-      await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
+      await request.requireSiteAdmin({ requiredScope: SCOPES.admin });
       return listActivity(db, { ...request.query, limit: limitOf(request.query.limit) });
     });
 };

@@ -1,6 +1,7 @@
 /**
- * The security events of the one audit log (table `host_audit`): the host's own (pairing, calls,
- * proposals) and the account's (sign-ins, password and two-factor changes, tokens, sessions).
+ * The security events of the one audit log (table `activity_event`): the host's own (pairing, calls,
+ * proposals) and the account's (sign-ins, password and two-factor changes, tokens, sessions, OAuth
+ * clients allowed and revoked).
  * Labels are what the activity pages show.
  */
 export const ACTIVITY_EVENTS = {
@@ -19,6 +20,8 @@ export const ACTIVITY_EVENTS = {
   "session.revoke-all": "Every session signed out",
   "token.create": "API token created",
   "token.revoke": "API token revoked",
+  "oauth.consent": "OAuth client allowed",
+  "oauth.revoke": "OAuth client's access revoked",
   pair: "Device paired",
   enroll: "Device enrolled",
   revoke: "Device revoked",
@@ -52,6 +55,9 @@ export interface ActivityEntry {
   errorCode?: string | null;
   ipAddress?: string | null;
   userAgent?: string | null;
-  /** Small non-secret facts: the sign-in method, a token's name, the address a failed sign-in named. */
+  /**
+   * Small non-secret facts: the sign-in method, a token's name, the address a failed sign-in named, an
+   * OAuth client's name (`client`) and why its access ended (`reason`).
+   */
   detail?: Record<string, string | number | boolean> | null;
 }

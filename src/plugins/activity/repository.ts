@@ -1,9 +1,18 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
+import { BIGINT_MAX, parseWholeNumber, WholeNumberText } from "../../http/whole-number.js";
+import { credentialNames } from "./credential-names.js";
 import { ACTIVITY_EVENTS, isActivityEvent } from "./events.js";
 
 export const ACTIVITY_PAGE_SIZE = 25;
 export const ACTIVITY_MAX_PAGE_SIZE = 100;
+
+/** A page cursor is an entry id: a `bigint` identity, so any larger number is refused before SQL sees it. */
+const CURSOR_RANGE = { min: 0, max: BIGINT_MAX };
+/** `before=` as the API and pages accept it. */
+export const ActivityCursor = WholeNumberText(CURSOR_RANGE);
+/** `limit=` as the API accepts it. */
+export const ActivityLimit = WholeNumberText({ min: 1, max: ACTIVITY_MAX_PAGE_SIZE });
 
 export interface ActivityQuery {
   /** One user's events; all users' when omitted (site admins only). */
@@ -33,6 +42,8 @@ export interface ActivityView {
   tool: string | null;
   /** The credential a call was made with (`token:<id>`, `oauth:<client>`), when one was. */
   credential: string | null;
+  /** That credential's name now (an API token's, an OAuth client's); null when there is none, or it was deleted. */
+  credentialName: string | null;
 }
 
 export interface ActivityPage {
@@ -45,7 +56,7 @@ export interface ActivityPage {
 export async function listActivity(db: Kysely<Database>, query: ActivityQuery): Promise<ActivityPage> {
   const limit = Math.min(Math.max(query.limit ?? ACTIVITY_PAGE_SIZE, 1), ACTIVITY_MAX_PAGE_SIZE);
   let select = db
-    .selectFrom("host_audit as a")
+    .selectFrom("activity_event as a")
     .leftJoin("user as u", "u.id", "a.user_id")
     .leftJoin("host_device as d", "d.id", "a.device_id")
     .select([
@@ -71,9 +82,11 @@ export async function listActivity(db: Kysely<Database>, query: ActivityQuery): 
   if (query.userId !== undefined) select = select.where("a.user_id", "=", query.userId);
   if (query.event) select = select.where("a.event", "=", query.event);
   if (query.outcome) select = select.where("a.outcome", "=", query.outcome);
-  if (query.before !== undefined && /^\d{1,19}$/.test(query.before)) select = select.where("a.id", "<", query.before);
+  const before = query.before === undefined ? undefined : parseWholeNumber(query.before, CURSOR_RANGE);
+  if (before !== undefined) select = select.where("a.id", "<", String(before));
   const rows = await select.execute();
   const page = rows.slice(0, limit);
+  const names = await credentialNames(db, page.map((row) => row.credential));
   return {
     entries: page.map((row) => ({
       id: String(row.id),
@@ -90,6 +103,7 @@ export async function listActivity(db: Kysely<Database>, query: ActivityQuery): 
       device: row.device_id && row.device_name !== null ? { id: row.device_id, name: row.device_name } : null,
       tool: row.tool,
       credential: row.credential,
+      credentialName: row.credential ? (names.get(row.credential) ?? null) : null,
     })),
     nextCursor: rows.length > limit ? String(page[page.length - 1]!.id) : null,
   };

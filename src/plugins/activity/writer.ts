@@ -1,5 +1,5 @@
 import type { BatchWriter } from "../../db/batch-writer.js";
-import type { AuditRow } from "../audit/audit-plugin.js";
+import type { AuditRow } from "./audit-plugin.js";
 import type { ActivityEntry } from "./events.js";
 
 /** Longest user agent kept: enough to tell browsers apart, bounded whatever a client sends. */
@@ -7,7 +7,7 @@ const USER_AGENT_MAX_LENGTH = 400;
 
 export interface ActivityWriter {
   /** Queues the entry and returns at once: the write happens after the response, in a batch. */
-  record(entry: ActivityEntry): void;
+  record(this: void, entry: ActivityEntry): void;
   /** Writes everything queued so far (tests, shutdown). */
   flush(): Promise<void>;
 }

@@ -43,7 +43,8 @@ export function authActivity(record: (entry: ActivityEntry) => void): BetterAuth
   };
 
   async function signInWithPassword(ctx: HookContext, failed: boolean) {
-    const email = String((ctx.body as { email?: unknown } | undefined)?.email ?? "").trim().toLowerCase();
+    const submitted = (ctx.body as { email?: unknown } | undefined)?.email;
+    const email = (typeof submitted === "string" ? submitted : "").trim().toLowerCase();
     if (!failed) {
       // With two-factor on, the password step creates no session (newSession is null): the
       // sign-in is recorded when the code is accepted.

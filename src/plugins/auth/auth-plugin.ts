@@ -3,10 +3,11 @@ import fp from "fastify-plugin";
 import { toWebHeaders } from "../../http/web-headers.js";
 import type { Auth } from "./create-auth.js";
 import { CLIENT_IP_HEADER, INTERNAL_HEADERS, PEER_IP_HEADER } from "./internal-headers.js";
+import { createRefusalCache } from "./refusal-cache.js";
 
 export interface AuthPluginOptions {
   auth: Auth;
-  /** Whether edge SSO is on (drives `getEdgeSsoEnabled`, e.g. the SSO button). */
+  /** Whether edge SSO is on (drives `tetherEdgeSsoEnabled`, e.g. the SSO button). */
   edgeSsoEnabled?: boolean;
 }
 
@@ -30,7 +31,7 @@ declare module "fastify" {
      * origin, so rate limiting and every check apply), copying its cookies onto `reply`.
      */
     tetherCallAuth(request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response>;
-    getEdgeSsoEnabled(): boolean;
+    tetherEdgeSsoEnabled(): boolean;
     /** Whether better-auth has the passkey plugin (`PASSKEYS_ENABLED=true`): pages offer passkeys then. */
     tetherPasskeysEnabled(): boolean;
   }
@@ -45,9 +46,17 @@ export const authPlugin = fp<AuthPluginOptions>(
   async (fastify, options) => {
     const { auth } = options;
     const basePath = auth.options.basePath ?? "/api/auth";
-    const baseURL = new URL(auth.options.baseURL as string);
+    const baseURL = new URL(auth.options.baseURL);
+    // better-auth's rate-limit refusals, answered again here while they hold (see refusal-cache.ts).
+    const refusals = createRefusalCache();
 
     const dispatch = async (request: FastifyRequest, reply: FastifyReply, call: AuthCall): Promise<Response> => {
+      const refusalKey = `${request.ip} ${call.path.split("?")[0]}`;
+      const refused = refusals.answer(refusalKey);
+      if (refused) {
+        reply.header("retry-after", refused.headers.get("x-retry-after"));
+        return refused;
+      }
       const url = new URL(basePath + call.path, baseURL);
       const headers = toWebHeaders(request.headers, ["content-length", "host", ...INTERNAL_HEADERS]);
       headers.set(CLIENT_IP_HEADER, request.ip);
@@ -61,6 +70,7 @@ export const authPlugin = fp<AuthPluginOptions>(
         headers.set("content-type", "application/json");
       }
       const response = await auth.handler(new Request(url, { method: call.method, headers, body }));
+      await refusals.remember(refusalKey, response);
       const cookies = response.headers.getSetCookie();
       if (cookies.length > 0) reply.header("set-cookie", cookies);
       const retryAfter = response.headers.get("x-retry-after");
@@ -70,7 +80,7 @@ export const authPlugin = fp<AuthPluginOptions>(
 
     fastify.decorate("tetherAuth", auth);
     fastify.decorate("tetherCallAuth", dispatch);
-    fastify.decorate("getEdgeSsoEnabled", () => options.edgeSsoEnabled === true);
+    fastify.decorate("tetherEdgeSsoEnabled", () => options.edgeSsoEnabled === true);
     const passkeys = (auth.options.plugins ?? []).some((plugin) => plugin.id === "passkey");
     fastify.decorate("tetherPasskeysEnabled", () => passkeys);
 

@@ -1,12 +1,17 @@
-import { betterAuth, type BetterAuthOptions, type BetterAuthPlugin, type BetterAuthRateLimitStorage, type SecondaryStorage } from "better-auth";
+import { betterAuth, type Auth as BetterAuth, type BetterAuthOptions, type BetterAuthPlugin } from "better-auth";
 import { APIError } from "better-auth/api";
 import { passkey } from "@better-auth/passkey";
 import { twoFactor } from "better-auth/plugins";
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
+import { createMemoryCounterStore, type CounterStore } from "../../db/counter-store.js";
+import { counterRateLimitStorage, unavailableWhenDown } from "./rate-limit-storage.js";
 import type { ActivityEntry } from "../activity/events.js";
+import { accountRecovery } from "./account-recovery.js";
 import { authActivity } from "./auth-activity.js";
+import { passkeyRegistrationCheck } from "./passkey-registration.js";
 import { signInLockout } from "./sign-in-lockout.js";
+import { totpReplayGuard } from "./totp-replay.js";
 
 import { trustedOriginList } from "../../http/origins.js";
 import { CLIENT_IP_HEADER } from "./internal-headers.js";
@@ -27,12 +32,11 @@ export interface CreateAuthOptions {
   /** Further trusted origins (already validated origins). */
   trustedOrigins?: string[];
   /**
-   * Shared store for rate-limit counters (`redisRateLimitStorage`). Per-process memory when omitted.
-   * Sessions never go there: the database is their one source of truth.
+   * Where the rate limits and the per-account sign-in lockout count (`createRedisCounterStore` from `tether/db`
+   * to share them between replicas); this process's memory, bounded, when omitted. Sessions never go there: the
+   * database is their one source of truth.
    */
-  rateLimitStorage?: BetterAuthRateLimitStorage;
-  /** Shared store for the per-account sign-in lockout counters (`redisCounterStorage`). Per-process when omitted. */
-  counterStorage?: SecondaryStorage;
+  counters?: CounterStore;
   /** Password-reset delivery. When omitted, reset links are generated but never delivered. */
   sendResetPassword?: (message: ResetPasswordMessage) => Promise<void> | void;
   /** Rate limiting; the example app turns it on exactly when NODE_ENV=production. */
@@ -56,18 +60,22 @@ export const DEFAULT_SIGN_IN_LOCKOUT = { maxFailures: 5, windowSeconds: 15 * 60 
  * Builds the app's one better-auth instance. There is no singleton: the consuming app calls this once
  * and hands the result to the `tether-auth` plugin.
  */
-export function createAuth(options: CreateAuthOptions) {
+export function createAuth(options: CreateAuthOptions): Auth {
   const userChanges = userChangeHooks();
+  const counters = unavailableWhenDown(options.counters ?? createMemoryCounterStore());
   const recordActivity = options.recordActivity ?? (() => {});
+  const relyingParty = { origin: new URL(options.baseURL).origin, rpID: new URL(options.baseURL).hostname };
   const accountPlugins = [
     twoFactor({ issuer: "Tether" }),
-    ...(options.passkeys ? [passkey({ rpName: "Tether", origin: new URL(options.baseURL).origin })] : []),
+    totpReplayGuard(options.db),
+    ...(options.passkeys ? [passkey({ rpName: "Tether", ...relyingParty }), passkeyRegistrationCheck(relyingParty)] : []),
     signInLockout({
       ...(options.signInLockout ?? DEFAULT_SIGN_IN_LOCKOUT),
-      ...(options.counterStorage ? { storage: options.counterStorage } : {}),
+      store: counters,
       record: recordActivity,
     }),
     authActivity(recordActivity),
+    accountRecovery(recordActivity),
   ];
   const authOptions = {
     appName: "Tether",
@@ -103,7 +111,7 @@ export function createAuth(options: CreateAuthOptions) {
       enabled: options.rateLimit ?? false,
       window: 60,
       max: 100,
-      ...(options.rateLimitStorage ? { customStorage: options.rateLimitStorage } : {}),
+      customStorage: counterRateLimitStorage(counters),
       customRules: {
         // Never counted, so signing out needs no rate-limit store and works through a Redis outage.
         "/sign-out": false,
@@ -139,7 +147,18 @@ export function createAuth(options: CreateAuthOptions) {
   } satisfies BetterAuthOptions;
   const auth = betterAuth(authOptions);
   userChanges.adopt(auth);
-  return auth;
+  // Widened to better-auth's general type (see `Auth`); `$context`'s adapter is invariant in the options, so the
+  // widening needs the cast.
+  return auth as unknown as Auth;
 }
 
-export type Auth = ReturnType<typeof createAuth>;
+/**
+ * The better-auth instance `createAuth` builds, as better-auth types any instance: `handler` (a Web `Request` in,
+ * a `Response` out), `api` (its endpoints as functions), `options` and `$context`. Written out rather than
+ * inferred so that the public API names better-auth's type instead of spelling out every option and endpoint
+ * of the configured instance (the plugins' endpoints are typed where Tether calls them).
+ */
+export type Auth = Omit<BetterAuth<BetterAuthOptions>, "options"> & {
+  /** The options `createAuth` built; `baseURL` and `basePath` are always set. */
+  options: Omit<BetterAuthOptions, "baseURL" | "basePath"> & { baseURL: string; basePath: string };
+};

@@ -46,14 +46,14 @@ export function edgeSso(options: EdgeSsoOptions): BetterAuthPlugin {
     id: "tether-edge-sso",
     endpoints: {
       edgeSignIn: createAuthEndpoint("/edge/sign-in", { method: "POST", requireHeaders: true }, async (ctx) => {
-        if (!fromTrustedProxy(ctx.headers!)) {
+        if (!fromTrustedProxy(ctx.headers)) {
           throw new APIError("FORBIDDEN", {
             code: "EDGE_UNTRUSTED",
             message: "Edge sign-in is accepted only from the configured reverse proxy",
           });
         }
-        const email = ctx.headers!.get(emailHeader)?.trim().toLowerCase() ?? "";
-        const principal = ctx.headers!.get(userHeader)?.trim() ?? "";
+        const email = ctx.headers.get(emailHeader)?.trim().toLowerCase() ?? "";
+        const principal = ctx.headers.get(userHeader)?.trim() ?? "";
         if (!EMAIL_PATTERN.test(email) || email.length > 254) {
           throw new APIError("BAD_REQUEST", {
             code: "EDGE_NO_IDENTITY",

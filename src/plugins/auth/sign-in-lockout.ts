@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import type { BetterAuthPlugin, SecondaryStorage } from "better-auth";
+import type { BetterAuthPlugin } from "better-auth";
 import { APIError, createAuthMiddleware } from "better-auth/api";
+import { createMemoryCounterStore, type CounterStore } from "../../db/counter-store.js";
 import type { ActivityEntry } from "../activity/events.js";
 import { requestOrigin } from "./request-origin.js";
 
@@ -9,8 +10,8 @@ export interface SignInLockoutOptions {
   maxFailures: number;
   /** The window, counted from the first failure; the refusal lasts until it ends. */
   windowSeconds: number;
-  /** Shared counters across replicas (Redis); this process's memory when omitted. */
-  storage?: SecondaryStorage;
+  /** Shared counters across replicas (Redis); this process's memory (bounded) when omitted. */
+  store?: CounterStore;
   record?: (entry: ActivityEntry) => void;
 }
 
@@ -26,7 +27,7 @@ const counterKey = (email: string) => `sign-in-failures:${createHash("sha256").u
  * are counted and refused exactly the same way, so the answer never tells whether an account exists.
  */
 export function signInLockout(options: SignInLockoutOptions): BetterAuthPlugin {
-  const storage = options.storage ?? memoryCounters();
+  const store = options.store ?? createMemoryCounterStore();
   const minutes = Math.max(1, Math.ceil(options.windowSeconds / 60));
   const isEmailSignIn = (context: { path?: string }) => context.path === "/sign-in/email";
   const emailOf = (body: unknown): string | undefined => {
@@ -43,7 +44,7 @@ export function signInLockout(options: SignInLockoutOptions): BetterAuthPlugin {
           handler: createAuthMiddleware(async (ctx) => {
             const email = emailOf(ctx.body);
             if (!email) return;
-            const failures = Number((await storage.get(counterKey(email))) ?? 0);
+            const failures = await store.get(counterKey(email));
             if (failures < options.maxFailures) return;
             const found = await ctx.context.internalAdapter.findUserByEmail(email.trim().toLowerCase());
             options.record?.({
@@ -71,46 +72,13 @@ export function signInLockout(options: SignInLockoutOptions): BetterAuthPlugin {
             if (!email) return;
             const returned = ctx.context.returned;
             if (returned instanceof APIError) {
-              if (returned.statusCode === 401) await storage.increment(counterKey(email), options.windowSeconds);
+              if (returned.statusCode === 401) await store.hit(counterKey(email), options.windowSeconds * 1000);
             } else {
-              await storage.delete(counterKey(email));
+              await store.reset(counterKey(email));
             }
           }),
         },
       ],
-    },
-  };
-}
-
-/** Fixed-window counters in this process, for a single replica without Redis. */
-function memoryCounters(): SecondaryStorage {
-  const counters = new Map<string, { count: number; expiresAt: number }>();
-  const live = (key: string) => {
-    const entry = counters.get(key);
-    if (entry && entry.expiresAt <= Date.now()) counters.delete(key);
-    return counters.get(key);
-  };
-  return {
-    get: (key) => {
-      const entry = live(key);
-      return entry ? String(entry.count) : null;
-    },
-    getAndDelete: (key) => {
-      const entry = live(key);
-      counters.delete(key);
-      return entry ? String(entry.count) : null;
-    },
-    set: (key, value, ttl) => {
-      counters.set(key, { count: Number(value), expiresAt: Date.now() + (ttl ?? 60) * 1000 });
-    },
-    delete: (key) => {
-      counters.delete(key);
-    },
-    increment: (key, ttl) => {
-      const entry = live(key) ?? { count: 0, expiresAt: Date.now() + ttl * 1000 };
-      entry.count += 1;
-      counters.set(key, entry);
-      return entry.count;
     },
   };
 }

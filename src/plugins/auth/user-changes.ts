@@ -28,6 +28,17 @@ export function notifyUserChanged(auth: object, userId: string): void {
   for (const listener of listenersOf(auth)) listener(userId);
 }
 
+const PLUGIN_ID = "tether-user-changes";
+
+/**
+ * `notifyUserChanged` from inside a better-auth hook, which holds the auth context rather than the
+ * instance: for a plugin whose own after-hook changes a user's credentials (after this plugin's
+ * after-hook has already reported the call).
+ */
+export function notifyUserChangedFromHook(context: { getPlugin(id: string): unknown }, userId: string): void {
+  (context.getPlugin(PLUGIN_ID) as { notify?: (userId: string) => void } | null)?.notify?.(userId);
+}
+
 /**
  * Hooks for `createAuth`: `plugin` reports every user a signed-in auth call changed (a password change,
  * revoking sessions, updating the user), `onPasswordReset` the user of a password reset (no session is
@@ -38,8 +49,8 @@ export function userChangeHooks() {
   const changed = (userId: string) => {
     for (const listener of listeners) listener(userId);
   };
-  const plugin = {
-    id: "tether-user-changes",
+  const hooks = {
+    id: PLUGIN_ID,
     hooks: {
       after: [
         {
@@ -53,6 +64,8 @@ export function userChangeHooks() {
       ],
     },
   } satisfies BetterAuthPlugin;
+  // Found by `notifyUserChangedFromHook` through the auth context's `getPlugin`.
+  const plugin = Object.assign(hooks, { notify: changed });
   return {
     plugin,
     onPasswordReset: (user: { id: string }) => changed(user.id),

@@ -2,13 +2,13 @@ import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { BatchWriter } from "../../db/batch-writer.js";
 import type { Database } from "../../db/schema.js";
-import type { AuditRow } from "../audit/audit-plugin.js";
+import type { AuditRow } from "../activity/audit-plugin.js";
 
 /** The host audit log: every call and every decision, with who asked and how it ended. */
 
-export type AuditEvent = "pair" | "enroll" | "revoke" | "call" | "propose" | "approve" | "apply" | "reject";
-/** Who asked: a browser session, an API token, the chat assistant, an MCP client, or the device itself. */
-export type AuditActor = "session" | "token" | "assistant" | "mcp" | "device";
+export type AuditEvent = "pair" | "enroll" | "revoke" | "call" | "propose" | "approve" | "apply" | "reject" | "blob_make" | "blob_fetch";
+/** Who asked: a browser session, an API token, the chat assistant, an MCP client, the device itself, or whoever held a signed blob URL. */
+export type AuditActor = "session" | "token" | "assistant" | "mcp" | "device" | "url";
 
 export interface AuditEntry {
   userId: string;
@@ -25,6 +25,8 @@ export interface AuditEntry {
   outcome: "ok" | "error";
   errorCode?: string | null;
   durationMs?: number | null;
+  /** Non-secret facts (a blob's id, file, size and digest). */
+  detail?: Record<string, unknown>;
 }
 
 /** Queues the entry on the audit writer: the request never waits for the audit INSERT. */
@@ -42,9 +44,10 @@ export function record(writer: BatchWriter<AuditRow>, entry: AuditEntry): void {
     error_code: entry.errorCode ?? null,
     duration_ms: entry.durationMs === undefined || entry.durationMs === null ? null : Math.round(entry.durationMs),
     credential: entry.credential ?? null,
+    ...(entry.detail ? { detail: JSON.stringify(entry.detail) } : {}),
   });
 }
 
 export async function list(db: Kysely<Database>, userId: string, limit = 100) {
-  return db.selectFrom("host_audit").selectAll().where("user_id", "=", userId).orderBy("id", "desc").limit(limit).execute();
+  return db.selectFrom("activity_event").selectAll().where("user_id", "=", userId).orderBy("id", "desc").limit(limit).execute();
 }

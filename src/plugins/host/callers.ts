@@ -1,22 +1,25 @@
 import type { FastifyRequest } from "fastify";
 import { unauthorized } from "../../http/errors.js";
 import { requireCookieSession } from "../session/session-plugin.js";
+import { SCOPES } from "../session/scopes.js";
 import type { Caller } from "./service.js";
-
-/** The scope an API token needs to list devices and call tools. */
-export const HOST_CALL_SCOPE = "host:call";
+import { tokenCredential } from "./credential-grants.js";
 
 /**
  * Who may list devices, call tools and see proposals: the owner's browser session, or an API token
  * carrying `host:call`. The one check, for the JSON API and the /devices page alike.
  */
 export async function hostCaller(request: FastifyRequest): Promise<Caller> {
-  const session = await request.getSession({ requiredScope: HOST_CALL_SCOPE });
-  if (!session) throw unauthorized(`Sign in, or send an API token with the "${HOST_CALL_SCOPE}" scope`);
+  const session = await request.getSession({ requiredScope: SCOPES.hostCall });
+  if (!session) throw unauthorized(`Sign in, or send an API token with the "${SCOPES.hostCall}" scope`);
   if (session.session) return { userId: session.user.id, actor: "session" };
   // Name the token in the audit log, as /mcp does, so the owner's activity says which token made each call.
   const token = await request.getApiToken();
-  return { userId: session.user.id, actor: "token", ...(token ? { credential: `token:${token.id}` } : {}) };
+  if (!token) return { userId: session.user.id, actor: "token" };
+  const credential = tokenCredential(token.id);
+  // A token limited to chosen devices reaches only those, on every route (service.ts checks `deviceIds`).
+  const deviceIds = await request.server.tetherHost.deviceGrant(session.user.id, credential);
+  return { userId: session.user.id, actor: "token", credential, ...(deviceIds ? { deviceIds } : {}) };
 }
 
 /**

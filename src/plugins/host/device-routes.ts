@@ -17,14 +17,15 @@ import {
   MAX_RESULT_BATCH_BYTES,
   ResultBatchReplySchema,
   ResultBatchSchema,
-  ResultBodySchema,
   ResultParamsSchema,
   StreamEvent,
+  UpdateReportSchema,
   type HelloReply,
   type ReadyEvent,
   type ResultBatchReply,
 } from "../../protocol/index.js";
 import type { RateLimiter } from "./rate-limit.js";
+import { recordUpdateReport } from "./device-updates.js";
 import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
 import { openSseStream } from "./sse-channel.js";
 import { jsonResponses, NoContent } from "../../http/response-schemas.js";
@@ -42,6 +43,8 @@ export interface DeviceRoutesOptions {
   keepAliveMs: number;
   /** The tether-host version on offer, told to each device at hello. */
   offeredHostVersion: () => Promise<string>;
+  /** The oldest tether-host the server supports, told to each device at hello (`MIN_HOST_VERSION`). */
+  minimumHostVersion?: string;
 }
 
 
@@ -118,20 +121,44 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       const twice = duplicateToolName(request.body.tools);
       if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
       await service.hello(device, request.body);
-      const reply: HelloReply = { protocol: PROTOCOL_VERSION, deviceId: device.id, name: device.name, hostVersion: await options.offeredHostVersion() };
+      const reply: HelloReply = {
+        protocol: PROTOCOL_VERSION,
+        deviceId: device.id,
+        name: device.name,
+        hostVersion: await options.offeredHostVersion(),
+        ...(options.minimumHostVersion ? { minimumHostVersion: options.minimumHostVersion } : {}),
+      };
       return reply;
+    });
+
+    // How an update went (src/protocol/updates.ts): kept on the device row, shown to its owner on /devices.
+    authenticated.post("/api/host/update-report", { schema: { body: UpdateReportSchema, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
+      const device = request.tetherDevice!;
+      await recordUpdateReport(fastify.tetherDb, device.id, request.body);
+      request.log.info({ device: device.id, update: { ok: request.body.ok, from: request.body.from, to: request.body.to, code: request.body.code } }, "device update report");
+      return reply.code(204).send();
     });
 
     authenticated.get("/api/host/stream", async (request, reply) => {
       const device = request.tetherDevice!;
-      const connection = await service.attachStream(device, () => {
-        reply.hijack();
-        const stream = openSseStream(reply.raw, options.keepAliveMs);
-        const ready: ReadyEvent = { protocol: PROTOCOL_VERSION, deviceId: device.id, keepAliveMs: options.keepAliveMs };
-        stream.send(StreamEvent.ready, ready);
-        stream.ended.then(() => service.detachStream(connection)).catch((error: unknown) => request.log.warn({ err: error }, "stream detach failed"));
-        return stream;
-      });
+      // Counted against the owner's and this device token's stream caps until the stream ends.
+      const lease = await fastify.tetherStreams.admit(reply, { kind: "device", userId: device.userId, credential: `device:${device.id}` });
+      let opened = false;
+      try {
+        const connection = await service.attachStream(device, () => {
+          opened = true;
+          reply.hijack();
+          const stream = openSseStream(reply.raw, options.keepAliveMs);
+          const ready: ReadyEvent = { protocol: PROTOCOL_VERSION, deviceId: device.id, keepAliveMs: options.keepAliveMs };
+          stream.send(StreamEvent.ready, ready);
+          void stream.ended.then(lease.release);
+          stream.ended.then(() => service.detachStream(connection)).catch((error: unknown) => request.log.warn({ err: error }, "stream detach failed"));
+          return stream;
+        });
+      } catch (error) {
+        if (!opened) lease.release();
+        throw error;
+      }
     });
 
     /**
@@ -145,13 +172,6 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       throw refusal;
     };
 
-    // The first devices' route: the id is in the body, so known only once the body has been parsed.
-    const legacyErrorHandler = endRefusedCall((request) => (request.body as { id?: unknown } | undefined)?.id);
-    authenticated.post("/api/host/result", { schema: { body: ResultBodySchema, response: jsonResponses({ 204: NoContent }) }, bodyLimit: MAX_RESULT_BODY, errorHandler: legacyErrorHandler }, async (request, reply) => {
-      await service.settle(request.tetherDevice!, request.body);
-      return reply.code(204).send();
-    });
-
     await authenticated.register(async (results) => {
       results.setErrorHandler(endRefusedCall((request) => (request.params as { callId?: unknown } | undefined)?.callId));
       // Parsed here only after the depth scan: a body of nested empty arrays costs one pass, not a recursion.
@@ -159,7 +179,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
       results.removeContentTypeParser("application/json");
       results.addContentTypeParser("application/json", { parseAs: "buffer", bodyLimit: MAX_RESULT_BODY }, (request, body, done) => {
         if (nestingExceeds(body as Buffer)) return done(badRequest("RESULT_TOO_DEEP", "The result is nested too deeply"), undefined);
-        parse(request, (body as Buffer).toString("utf8"), done);
+        void parse(request, (body as Buffer).toString("utf8"), done);
       });
       results.withTypeProvider<TypeBoxTypeProvider>().post(
         "/api/host/result/:callId",
@@ -168,7 +188,7 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
           bodyLimit: MAX_RESULT_BODY,
           // Before a byte of the body is read: is this call awaited from this device, and how large may its result be?
           preParsing: async (request, _reply, payload) => {
-            const { callId } = request.params as { callId: string };
+            const { callId } = request.params;
             const toolClass = await service.expectResult(request.tetherDevice!, callId);
             const length = Number(request.headers["content-length"]);
             if (!Number.isSafeInteger(length)) throw new HttpError(411, "LENGTH_REQUIRED", "Send the result with a Content-Length");

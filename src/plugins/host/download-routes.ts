@@ -5,6 +5,7 @@ import { notFound } from "../../http/errors.js";
 import { jsonResponses } from "../../http/response-schemas.js";
 import type { DownloadCatalog } from "./downloads.js";
 import { DOWNLOADS_PATH } from "./downloads.js";
+import { MANIFEST_FILE } from "../../protocol/manifest.js";
 
 /**
  * Public: the executables are no secret, and a script installs with
@@ -12,6 +13,7 @@ import { DOWNLOADS_PATH } from "./downloads.js";
  *
  * - `GET /downloads/<file>`: the executable, `Content-Disposition: attachment`, its SHA-256 as ETag;
  * - `GET /downloads/<file>.sha256`: `sha256sum -c` input;
+ * - `GET /downloads/manifest.json`: the signed release manifest, byte for byte as built (what `tether-host update` verifies);
  * - `GET /api/host/downloads`: `{ version, downloads: [{ platform, file, size, sha256, path }] }`.
  */
 const Download = Type.Object({ platform: Type.String(), file: Type.String(), size: Type.Integer(), sha256: Type.String(), path: Type.String() });
@@ -25,6 +27,13 @@ export const downloadRoutes: FastifyPluginAsyncTypebox<{ catalog: DownloadCatalo
     version: await catalog.version(),
     downloads: await catalog.list(),
   }));
+
+  // Registered before the parametric route: Fastify prefers the static path.
+  fastify.get(`${DOWNLOADS_PATH}/${MANIFEST_FILE}`, async (_request, reply) => {
+    const manifest = await catalog.manifest();
+    if (!manifest) throw notFound("This server offers no signed release manifest: its operator builds one with npm run build:host.");
+    return reply.type("application/json; charset=utf-8").header("cache-control", "no-cache").send(manifest);
+  });
 
   fastify.get(`${DOWNLOADS_PATH}/:file`, { schema: { params: FileParams } }, async (request, reply) => {
     const wantsChecksum = request.params.file.endsWith(".sha256");

@@ -3,13 +3,17 @@ import { createReadStream } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { HOST_VERSION } from "../../device/version.js";
+import { MANIFEST_FILE, MAX_MANIFEST_BYTES } from "../../protocol/manifest.js";
 import { parseVersion } from "../../protocol/versions.js";
+import { readBuildStatus, type HostBuildStatus } from "./host-build.js";
 
 /**
  * The device executables this server offers, read from a directory (`DOWNLOADS_DIR`, default
  * `dist/downloads`, which `npm run build:host [-- --target <platform>]` fills): one file per platform,
- * `tether-host-<os>-<arch>[.exe]`, and `manifest.json` naming the version they were built as. Each
- * file's SHA-256 is computed here, from the bytes served, once per (size, modification time).
+ * `tether-host-<os>-<arch>[.exe]`, and the signed `manifest.json` naming their version, sizes and digests
+ * (src/protocol/manifest.ts). The server passes the manifest on as it is: devices verify its signature
+ * with the keys built into them, never trusting the server. Each file's SHA-256 is also computed here, from
+ * the bytes served, once per (size, modification time), for the listing and `.sha256` files.
  */
 export interface HostDownload {
   /** `linux-x64`, `linux-arm64`, `win-x64`, … */
@@ -27,6 +31,10 @@ export interface DownloadCatalog {
   list(): Promise<HostDownload[]>;
   /** The file behind `/downloads/<file>`, or undefined for anything else. */
   find(file: string): Promise<(HostDownload & { absolutePath: string }) | undefined>;
+  /** The signed manifest's bytes, as built; undefined when there is none. */
+  manifest(): Promise<Buffer | undefined>;
+  /** An executable being built in the background, or a build that failed (host-build.ts); undefined: neither. */
+  buildStatus(): Promise<HostBuildStatus | undefined>;
 }
 
 const EXECUTABLE_NAME = /^tether-host-((?:linux|darwin|win)-(?:x64|arm64))(\.exe)?$/;
@@ -63,12 +71,22 @@ export function downloadCatalog(dir: string): DownloadCatalog {
   return {
     async version() {
       try {
-        const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as { version?: unknown };
-        if (typeof manifest.version === "string" && parseVersion(manifest.version)) return manifest.version;
+        // The signed format's version, or the unsigned `{ version }` older builds wrote (a notice only: devices verify).
+        const manifest = JSON.parse(await readFile(path.join(dir, MANIFEST_FILE), "utf8")) as { version?: unknown; signed?: { version?: unknown } };
+        const version = manifest.signed?.version ?? manifest.version;
+        if (typeof version === "string" && parseVersion(version)) return version;
       } catch {
         /* no manifest: the executables, if any, were built from this very package */
       }
       return HOST_VERSION;
+    },
+    async manifest() {
+      try {
+        const bytes = await readFile(path.join(dir, MANIFEST_FILE));
+        return bytes.length <= MAX_MANIFEST_BYTES ? bytes : undefined;
+      } catch {
+        return undefined;
+      }
     },
     async list() {
       let files: string[];
@@ -81,5 +99,6 @@ export function downloadCatalog(dir: string): DownloadCatalog {
       return found.filter((download) => download !== undefined).map(({ absolutePath: _, ...download }) => download);
     },
     find: describe,
+    buildStatus: () => readBuildStatus(dir),
   };
 }

@@ -1,5 +1,7 @@
 import { HttpError } from "../../http/errors.js";
-import { DeviceCallError, type DispatchErrorCode } from "./dispatcher.js";
+import { DeviceCallError, type DispatchErrorCode, type SettleVerdict } from "./dispatcher.js";
+import { BLOB_STATUS, BlobError } from "./blobs/store.js";
+import type { Decision } from "./proposals.js";
 
 /**
  * A refusal by the host service (no HTTP in it): a code and a message. The host routes turn these,
@@ -23,7 +25,11 @@ const HOST_STATUS = {
   ALREADY_DECIDED: 409,
   PROPOSAL_EXPIRED: 409,
   NOT_A_PROPOSAL: 502,
+  /** The device's plan broke the protocol's bounds (src/protocol/plan.ts): its fault, as a bad result is. */
+  PLAN_INVALID: 502,
   DIFF_TOO_LARGE: 422,
+  TOO_MANY_PENDING: 429,
+  INVALID_CURSOR: 400,
   PAIRING_CODE_INVALID: 400,
   PAIRING_CODE_USED: 409,
   PAIRING_CODE_EXPIRED: 410,
@@ -53,6 +59,12 @@ const DISPATCH_STATUS: Record<DispatchErrorCode, number> = {
 };
 
 /**
+ * Every `code` the host connector answers with (`{ code, message }`), and its HTTP status: the service's refusals
+ * (`HostError`) and the dispatcher's (`DeviceCallError`). The table to switch on; docs/protocol.md describes each.
+ */
+export const HOST_ERROR_CODES: Readonly<Record<HostErrorCode | DispatchErrorCode, number>> = Object.freeze({ ...HOST_STATUS, ...DISPATCH_STATUS });
+
+/**
  * The host routes' error handler: maps host and dispatch errors to HttpErrors and rethrows them to the
  * app's one error handler, which renders them (JSON for the API, a page for /devices).
  */
@@ -73,6 +85,8 @@ export const DEVICE_RESULT_INVALID = "DEVICE_RESULT_INVALID";
  */
 export function toHttpError(error: unknown): unknown {
   if (error instanceof HostError) return new HttpError(HOST_STATUS[error.code], error.code, error.message);
+  // A blob a call names (write_file's content) that is not the caller's, not complete, or a store fault.
+  if (error instanceof BlobError) return new HttpError(BLOB_STATUS[error.code], error.code, error.message);
   if (error instanceof DeviceCallError) {
     const status = error.code === DEVICE_RESULT_INVALID ? 502 : error.fromTool ? 422 : (DISPATCH_STATUS[error.code as DispatchErrorCode] ?? 502);
     return new HttpError(status, error.code, error.message);
@@ -85,4 +99,18 @@ export function hostRefusal(error: unknown): HttpError {
   const mapped = toHttpError(error);
   if (mapped instanceof HttpError) return mapped;
   throw error;
+}
+
+/** Why the dispatcher did not take a device's result, as the device is told. */
+export function settleRefusal(verdict: Exclude<SettleVerdict, "accepted">): HostError {
+  if (verdict === "unknown_call") return new HostError("UNKNOWN_CALL", "No call with this id is waiting for a result");
+  if (verdict === "wrong_device") return new HostError("WRONG_DEVICE", "This call was sent to another device");
+  return new HostError("RESULT_ALREADY_RECEIVED", "This call already has its result (or was given up)");
+}
+
+/** Why an approval or rejection did not happen. */
+export function refusal(decision: Exclude<Decision, { ok: true }>): HostError {
+  if (decision.reason === "not_found") return new HostError("PROPOSAL_NOT_FOUND", "You have no proposal with this id");
+  if (decision.reason === "expired") return new HostError("PROPOSAL_EXPIRED", "This proposal expired; run the tool again for a fresh diff");
+  return new HostError("ALREADY_DECIDED", `This proposal was already decided (${decision.status})`);
 }

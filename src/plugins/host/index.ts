@@ -1,34 +1,23 @@
 /**
- * `tether/host`: the server side of the device host connector. Register `hostPlugin` (after the
- * session plugin) and, inside the guarded pages, `devicePages` (from `tether/web`); run
- * `hostMigrations` (the consuming app owns the tables). The device side is `tether/device`.
+ * `tether/host`: the server side of the device host connector. Register `hostPlugin` after the session plugin,
+ * the audit plugin (`tether/activity`) and `streamLimitsPlugin` (`tether/http`, which admits its device streams);
+ * it decorates `fastify.tetherHost` (`HostService`). Put `hostDeviceAuthorization(...)` into
+ * `createAuth({ plugins })` for the device grant, and `devicePages` and `deviceApprovalPage` (from `tether/web`)
+ * inside the guarded pages; run `hostMigrations` (the consuming app owns the tables). The device side is
+ * `tether/device`, the wire protocol `tether/protocol`.
  */
 export { hostPlugin, type HostPluginOptions } from "./host-plugin.js";
-export {
-  createMemoryDispatcher,
-  DeviceCallError,
-  type CallOptions,
-  type DeviceChannel,
-  type DeviceConnection,
-  type Dispatcher,
-  type DispatchErrorCode,
-  type Expectation,
-  type MemoryDispatcherOptions,
-  type PresenceChange,
-  type PresenceListener,
-  type SettleVerdict,
-  type StreamOwner,
-} from "./dispatcher.js";
-export { createRedisDispatcher, type RedisDispatcherOptions } from "./redis-dispatcher.js";
-export { createHostService, type CallOutcome, type CallRequest, type Caller, type DeviceView, type HostService, type WatchTopic } from "./service.js";
-export { HostError, hostRefusal, rethrowAsHttpError, toHttpError, type HostErrorCode } from "./errors.js";
-export { openSseStream, type SseStream } from "./sse-channel.js";
-export { shownPart, type ShownDiff } from "./diff-limits.js";
-export { assistantTools, type AssistantTool } from "./assistant.js";
-export { HOST_CALL_SCOPE, hostCaller, hostPerson } from "./callers.js";
-export * as devices from "./devices.js";
-export * as proposals from "./proposals.js";
-export * as audit from "./audit.js";
-export { PAIRING_CODE_TTL_MS, MAX_FAILED_ATTEMPTS } from "./pairing.js";
-export * from "../../protocol/index.js";
+export { hostDeviceAuthorization, type HostDeviceAuthorizationOptions } from "./device-grant.js";
+export type { CallOutcome, CallRequest, Caller, DeviceView, HostService, WatchTopic } from "./service.js";
+export type { DeviceGrant } from "./credential-grants.js";
+export type { AssistantTool } from "./assistant.js";
+export type { DownloadCatalog, HostDownload } from "./downloads.js";
+export { DeviceCallError, type Dispatcher, type DispatchErrorCode } from "./dispatcher.js";
+export { HOST_ERROR_CODES, HostError, type HostErrorCode } from "./errors.js";
+export { hostCaller, hostPerson } from "./callers.js";
+export { blobPlugin, type BlobPluginOptions } from "./blobs/blob-plugin.js";
+export type { BlobService, BlobHandle } from "./blobs/service.js";
+export { createEmbeddedBlobStore } from "./blobs/embedded-store.js";
+export { createS3BlobStore, type S3BlobStoreOptions } from "./blobs/s3-store.js";
+export { BlobError, BLOB_STATUS, type BlobStore, type BlobErrorCode, type BlobExpectation, type ByteRange } from "./blobs/store.js";
 export { hostMigrations } from "../../../migrations/index.js";

@@ -1,20 +1,25 @@
 import type { Kysely } from "kysely";
 import type { BatchWriter } from "../../db/batch-writer.js";
+import { outsideFairShare } from "../../http/fair-share-context.js";
 import type { Database } from "../../db/schema.js";
-import type { AuditRow } from "../audit/audit-plugin.js";
+import type { AuditRow } from "../activity/audit-plugin.js";
 import { assistantTools, type AssistantTool } from "./assistant.js";
 import * as audit from "./audit.js";
 import type { AuditActor } from "./audit.js";
 import type { DeviceCache } from "./device-cache.js";
 import * as devices from "./devices.js";
-import { MAX_STORED_DIFF_BYTES, MAX_STORED_DIFF_LINES, tooLargeToStore } from "./diff-limits.js";
-import type { DeviceIdentity, DeviceSummary, TokenVerdict } from "./devices.js";
-import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher, type SettleVerdict } from "./dispatcher.js";
-import { DEVICE_RESULT_INVALID, HostError } from "./errors.js";
+import * as grants from "./credential-grants.js";
+import { grantAllows, type DeviceGrant } from "./credential-grants.js";
+import type { DeviceIdentity, DeviceSummary, DeviceView, TokenVerdict } from "./devices.js";
+import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher } from "./dispatcher.js";
+import { DEVICE_RESULT_INVALID, HostError, settleRefusal } from "./errors.js";
 import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing.js";
-import * as proposals from "./proposals.js";
-import type { Proposal } from "./proposals.js";
+import { withBuiltinContracts } from "./tool-contracts.js";
+import { blobsOption, createProposalService, type BlobsFor } from "./proposal-service.js";
+import { DEFAULT_PENDING_LIMITS, DEFAULT_RETENTION_MS, type PendingLimits, type PendingPage, type DecidedSummary, type PendingWithDiff, type Proposal, type ProposalSummary, type SweepOutcome } from "./proposals.js";
 import type { AnnouncedTool, HelloBody, ResultBody } from "../../protocol/index.js";
+
+export type { DeviceView };
 
 /**
  * The host connector's use cases, between the routes (thin, HTTP) and the dispatcher and
@@ -42,19 +47,43 @@ export interface HostService {
    * from this very device ends; for any other id nothing changes.
    */
   refuseResult(device: DeviceIdentity, callId: string, refusal: { code: string; message: string }): Promise<void>;
-  listDevices(userId: string): Promise<DeviceView[]>;
+  /**
+   * The owner's devices; with a credential's `grant`, only those it names. Every device lookup below takes
+   * the same optional grant: a device outside it is DEVICE_NOT_FOUND, exactly like another user's.
+   */
+  listDevices(userId: string, grant?: DeviceGrant): Promise<DeviceView[]>;
   /** The owner's unrevoked device (id, owner, name), from the invalidated cache when it can; else DEVICE_NOT_FOUND. */
-  ownedDevice(userId: string, deviceId: string): Promise<DeviceIdentity>;
+  ownedDevice(userId: string, deviceId: string, grant?: DeviceGrant): Promise<DeviceIdentity>;
   /** The owner's device with its live tools (when online), or DEVICE_NOT_FOUND. */
-  device(userId: string, deviceId: string): Promise<DeviceView>;
+  device(userId: string, deviceId: string, grant?: DeviceGrant): Promise<DeviceView>;
+  /** Which devices a credential (`token:<id>`, `oauth:<client id>`) of the user may touch: undefined for all. */
+  deviceGrant(userId: string, credential: string): Promise<DeviceGrant>;
+  /**
+   * Limits a credential to the owner's chosen devices (undefined: all). Each id must be one of the owner's
+   * unrevoked devices, else 400 UNKNOWN_DEVICE.
+   */
+  grantDevices(userId: string, credential: string, deviceIds: readonly string[] | undefined): Promise<void>;
   revoke(userId: string, deviceId: string): Promise<void>;
-  /** Runs a read or action tool, or proposes a mutate tool's change (plan mode, stored). */
+  /** The owner confirms a device is theirs: it is no longer marked new. DEVICE_NOT_FOUND when it is not theirs. */
+  acknowledge(userId: string, deviceId: string): Promise<void>;
+  /** Runs a read or action tool, or proposes a mutate tool's change (plan mode, stored); only on a device the caller's grant names. */
   call(caller: Caller, request: CallRequest): Promise<CallOutcome>;
   approve(caller: Caller, proposalId: string): Promise<{ proposal: Proposal; result: unknown }>;
   reject(caller: Caller, proposalId: string): Promise<Proposal>;
-  pendingProposals(userId: string): Promise<Proposal[]>;
-  /** One of the owner's proposals, in any state, or PROPOSAL_NOT_FOUND. */
-  proposal(userId: string, proposalId: string): Promise<Proposal>;
+  /** A page of the owner's pending proposals, without diffs; INVALID_CURSOR for a cursor no page gave. */
+  pendingProposals(userId: string, page?: { cursor?: string | undefined; limit?: number | undefined }, grant?: DeviceGrant): Promise<PendingPage<ProposalSummary>>;
+  /** The same, with the first `diffHeadChars` characters of each diff: what a page renders. */
+  pendingWithDiffs(userId: string, page: { cursor?: string | undefined; limit: number; diffHeadChars: number }): Promise<PendingPage<PendingWithDiff>>;
+  /** One of the owner's proposals, in any state, or PROPOSAL_NOT_FOUND (also for a device outside `grant`). */
+  proposal(userId: string, proposalId: string, grant?: DeviceGrant): Promise<Proposal>;
+  /** The owner's latest decided, failed and expired proposals, newest first, without diffs (at most `limit`, default 20). */
+  recentlyDecided(userId: string, limit?: number): Promise<DecidedSummary[]>;
+  /**
+   * Expires pending proposals past their time and clears the diff, input and result of proposals
+   * finished longer ago than the retention. Safe on every replica at once (the host plugin runs it
+   * periodically).
+   */
+  sweepProposals(): Promise<SweepOutcome>;
   /** The owner's read tools for a chat assistant, results fenced once as untrusted (see assistant.ts). */
   assistantTools(userId: string): Promise<AssistantTool[]>;
   /**
@@ -62,8 +91,11 @@ export interface HostService {
    * are closed at once (their tokens stop verifying too).
    */
   ownerChanged(userId: string): Promise<void>;
-  /** Tells `listener` when the owner's devices or proposals change (for live pages). */
-  watch(userId: string, listener: (topic: WatchTopic) => void): () => void;
+  /**
+   * Tells `listener` when the owner's devices or proposals change (for live pages), with the device when
+   * one device changed (a credential limited to other devices ignores it).
+   */
+  watch(userId: string, listener: (topic: WatchTopic, deviceId?: string) => void): () => void;
 }
 
 export type WatchTopic = "devices" | "proposals";
@@ -73,6 +105,8 @@ export interface Caller {
   actor: AuditActor;
   /** The credential behind the call, for the audit log (see audit.ts). */
   credential?: string;
+  /** The devices this credential may touch (credential-grants.ts); absent: all the owner's. */
+  deviceIds?: DeviceGrant;
 }
 
 export interface CallRequest {
@@ -90,10 +124,6 @@ export type CallOutcome =
   | { kind: "result"; tool: AnnouncedTool; result: unknown }
   | { kind: "proposal"; tool: AnnouncedTool; proposal: Proposal };
 
-export interface DeviceView extends DeviceSummary {
-  online: boolean;
-}
-
 export interface HostServiceOptions {
   db: Kysely<Database>;
   dispatcher: Dispatcher;
@@ -104,8 +134,18 @@ export interface HostServiceOptions {
   /** Wait for an apply; a tool writing a tree may take longer than a read. */
   applyTimeoutMs?: number;
   proposalTtlMs?: number;
+  /** Proposals waiting at once, per user and per device (default 50 and 20): TOO_MANY_PENDING beyond. */
+  pendingLimits?: PendingLimits;
+  /** How long a decided or expired proposal keeps its diff, input and result (default 7 days). */
+  proposalRetentionMs?: number;
   /** Called when something in the background (audit, last-seen) fails; the request still succeeds. */
   onBackgroundError?: (error: unknown) => void;
+  /** A read or action result on its way to the caller (the blob plugin puts a handle in place of a `blobSource`). */
+  onReadResult?: (caller: Caller, deviceId: string, result: unknown) => Promise<unknown>;
+  /** The blobs a call's input names by id, resolved for the device (the blob plugin: the caller's own, complete). */
+  blobsFor?: BlobsFor;
+  /** After a device is revoked (the blob plugin deletes its blobs). */
+  onRevoked?: (deviceId: string) => Promise<void>;
 }
 
 export function createHostService(options: HostServiceOptions): HostService {
@@ -113,15 +153,15 @@ export function createHostService(options: HostServiceOptions): HostService {
   const applyTimeoutMs = options.applyTimeoutMs ?? 120_000;
   /** Owners of the streams this replica holds: to close them when their owner is deactivated. */
   const owners = new Map<string, string>();
-  const watchers = new Map<string, Set<(topic: WatchTopic) => void>>();
+  const watchers = new Map<string, Set<(topic: WatchTopic, deviceId?: string) => void>>();
   const background = (promise: Promise<unknown>) => {
     promise.catch((error: unknown) => options.onBackgroundError?.(error));
   };
 
-  const notify = (userId: string, topic: WatchTopic) => {
+  const notify = (userId: string, topic: WatchTopic, deviceId?: string) => {
     for (const listener of watchers.get(userId) ?? []) {
       try {
-        listener(topic);
+        listener(topic, deviceId);
       } catch {
         /* a watcher's failure is its own */
       }
@@ -131,7 +171,7 @@ export function createHostService(options: HostServiceOptions): HostService {
   // Presence changes arrive on every replica, whichever holds the stream: live pages follow them.
   dispatcher.onPresence(({ deviceId, userId, online }) => {
     if (!online && owners.get(deviceId) === userId && !dispatcher.isOnline(deviceId)) owners.delete(deviceId);
-    notify(userId, "devices");
+    notify(userId, "devices", deviceId);
   });
 
   const view = (summary: DeviceSummary): DeviceView => {
@@ -139,8 +179,10 @@ export function createHostService(options: HostServiceOptions): HostService {
     return { ...summary, tools: online ? [...(dispatcher.toolsOf(summary.id) ?? summary.tools)] : summary.tools, online };
   };
 
+  const notFound = () => new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
   /** The caller's own unrevoked device, from the invalidated cache when it can (no query). */
-  const ownedDevice = async (userId: string, deviceId: string): Promise<DeviceIdentity> => {
+  const ownedDevice = async (userId: string, deviceId: string, grant?: DeviceGrant): Promise<DeviceIdentity> => {
+    if (!grantAllows(grant, deviceId)) throw notFound();
     const cached = cache?.ownedDevice(deviceId);
     if (cached?.userId === userId) return cached;
     const version = cache?.version ?? 0;
@@ -151,12 +193,25 @@ export function createHostService(options: HostServiceOptions): HostService {
     return identity;
   };
 
+  const grantStore = grants.createGrantStore(db);
   const codeOf = (error: unknown) => (error instanceof DeviceCallError || error instanceof HostError ? error.code : "INTERNAL");
+  const proposalService = createProposalService({
+    db,
+    dispatcher,
+    audit: auditLog,
+    notify,
+    applyTimeoutMs,
+    proposalTtlMs: options.proposalTtlMs,
+    ...(options.blobsFor ? { blobsFor: options.blobsFor } : {}),
+    pendingLimits: options.pendingLimits ?? DEFAULT_PENDING_LIMITS,
+    retentionMs: options.proposalRetentionMs ?? DEFAULT_RETENTION_MS,
+    codeOf,
+  });
 
   const service: HostService = {
     dispatcher,
 
-    verifyDeviceToken: (token) => devices.verifyDeviceToken(db, token, cache),
+    verifyDeviceToken: devices.createDeviceTokenVerifier(db, cache),
 
     async mintPairingCode(userId) {
       const minted = await mintPairingCode(db, userId);
@@ -177,13 +232,14 @@ export function createHostService(options: HostServiceOptions): HostService {
         throw new HostError(code, message);
       }
       audit.record(auditLog, { userId: outcome.userId, deviceId: outcome.deviceId, event: "enroll", actor: "device", outcome: "ok" });
-      notify(outcome.userId, "devices");
+      notify(outcome.userId, "devices", outcome.deviceId);
       return { deviceId: outcome.deviceId, token: outcome.token };
     },
 
     async hello(device, hello) {
-      await devices.recordHello(db, device.id, { tools: hello.tools, roots: hello.roots, agent: hello.agent ?? null });
-      notify(device.userId, "devices");
+      // Built-in tools are stored (and so dispatched, listed and shown) with the server's own contract.
+      await devices.recordHello(db, device.id, { tools: withBuiltinContracts(hello.tools), roots: hello.roots, agent: hello.agent ?? null });
+      notify(device.userId, "devices", device.id);
     },
 
     async attachStream(device, open) {
@@ -193,7 +249,7 @@ export function createHostService(options: HostServiceOptions): HostService {
       owners.set(device.id, device.userId);
       const connection = await dispatcher.connect(device, tools, open());
       background(devices.touchDevice(db, device.id, true));
-      notify(device.userId, "devices");
+      notify(device.userId, "devices", device.id);
       return connection;
     },
 
@@ -219,13 +275,21 @@ export function createHostService(options: HostServiceOptions): HostService {
       await dispatcher.settle(device.id, { id: callId, ok: false, error }).catch((failure: unknown) => options.onBackgroundError?.(failure));
     },
 
-    async listDevices(userId) {
-      return (await devices.listDevices(db, userId)).map(view);
+    async listDevices(userId, grant) {
+      return (await devices.listDevices(db, userId)).filter((device) => grantAllows(grant, device.id)).map(view);
     },
 
     ownedDevice,
 
-    async device(userId, deviceId) {
+    deviceGrant: (userId, credential) => grantStore.grantOf(userId, credential),
+
+    async grantDevices(userId, credential, deviceIds) {
+      const grant = deviceIds === undefined ? undefined : await grants.checkGrantableDevices(db, userId, deviceIds);
+      await grantStore.set(userId, credential, grant);
+    },
+
+    async device(userId, deviceId, grant) {
+      if (!grantAllows(grant, deviceId)) throw notFound();
       const summary = await devices.findDevice(db, userId, deviceId);
       if (!summary) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
       return view(summary);
@@ -238,13 +302,19 @@ export function createHostService(options: HostServiceOptions): HostService {
       cache?.dropDevice(deviceId);
       await dispatcher.disconnect(deviceId, "revoked", "This device's credential was revoked; pair it again");
       owners.delete(deviceId);
+      if (options.onRevoked) background(options.onRevoked(deviceId));
       audit.record(auditLog, { userId, deviceId, event: "revoke", actor: "session", outcome: "ok" });
-      notify(userId, "devices");
+      notify(userId, "devices", deviceId);
       notify(userId, "proposals");
     },
 
+    async acknowledge(userId, deviceId) {
+      if (!(await devices.acknowledgeDevice(db, userId, deviceId))) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
+      notify(userId, "devices", deviceId);
+    },
+
     async call(caller, request) {
-      await ownedDevice(caller.userId, request.deviceId);
+      const device = await ownedDevice(caller.userId, request.deviceId, caller.deviceIds);
       const tool = dispatcher.toolsOf(request.deviceId)?.find((t) => t.name === request.tool);
       if (tool && request.requireClass && tool.class !== request.requireClass) {
         throw new HostError("NOT_A_READ_TOOL", `"${tool.name}" is a ${tool.class} tool; only ${request.requireClass} tools are allowed here`);
@@ -252,13 +322,25 @@ export function createHostService(options: HostServiceOptions): HostService {
       const started = performance.now();
       const entry = { userId: caller.userId, deviceId: request.deviceId, actor: caller.actor, credential: caller.credential ?? null, tool: request.tool, input: request.input };
       const mode = tool?.class === "mutate" ? "plan" : "run";
+      if (mode === "plan") {
+        // No room for another proposal: refused before the device does the work of planning it.
+        await proposalService.checkRoom(device).catch((error: unknown) => {
+          audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
+          throw error;
+        });
+      }
       let result: unknown;
       try {
-        result = await dispatcher.call(request.deviceId, request.tool, request.input, {
-          mode,
-          ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
-          ...(request.signal ? { signal: request.signal } : {}),
-        });
+        const blobs = await blobsOption(options.blobsFor, caller.userId, request.input);
+        // Waiting for the device holds none of the caller's fair share of this process.
+        result = await outsideFairShare(() =>
+          dispatcher.call(request.deviceId, request.tool, request.input, {
+            mode,
+            ...blobs,
+            ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+            ...(request.signal ? { signal: request.signal } : {}),
+          }),
+        );
       } catch (error) {
         audit.record(auditLog, { ...entry, event: "call", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
         throw error;
@@ -267,96 +349,24 @@ export function createHostService(options: HostServiceOptions): HostService {
       // `tool` is known here: an unknown tool fails in the dispatcher.
       if (tool!.class !== "mutate") {
         audit.record(auditLog, { ...entry, event: "call", mode, outcome: "ok", durationMs });
-        return { kind: "result", tool: tool!, result };
+        return { kind: "result", tool: tool!, result: options.onReadResult ? await options.onReadResult(caller, request.deviceId, result) : result };
       }
-      const plan = result as { diff?: unknown; summary?: unknown } | null;
-      if (typeof plan?.diff !== "string") {
-        audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: "NOT_A_PROPOSAL", durationMs });
-        throw new HostError("NOT_A_PROPOSAL", `The device's plan for "${request.tool}" returned no diff`);
-      }
-      const oversized = tooLargeToStore(plan.diff);
-      if (oversized) {
-        audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: "DIFF_TOO_LARGE", durationMs });
-        throw new HostError(
-          "DIFF_TOO_LARGE",
-          `The device's plan for "${request.tool}" is too large to review: ${oversized.lines} lines, ${Math.ceil(oversized.bytes / 1024)} KB ` +
-            `(the limit is ${MAX_STORED_DIFF_LINES} lines and ${MAX_STORED_DIFF_BYTES / 1024} KB). Nothing was stored; split it into smaller changes.`,
-        );
-      }
-      const proposal = await proposals.create(db, {
-        userId: caller.userId,
-        deviceId: request.deviceId,
-        tool: request.tool,
-        input: request.input,
-        diff: plan.diff,
-        summary: typeof plan.summary === "string" ? plan.summary : "",
-        ...(options.proposalTtlMs !== undefined ? { ttlMs: options.proposalTtlMs } : {}),
-      });
-      audit.record(auditLog, { ...entry, event: "propose", mode, proposalId: proposal.id, outcome: "ok", durationMs });
-      notify(caller.userId, "proposals");
+      const proposal = await proposalService.store(device, { ...entry, mode }, result, durationMs);
       return { kind: "proposal", tool: tool!, proposal };
     },
 
-    async approve(caller, proposalId) {
-      const decision = await proposals.approve(db, caller.userId, proposalId);
-      if (!decision.ok) throw refusal(decision);
-      const { proposal } = decision;
-      const entry = { userId: caller.userId, deviceId: proposal.deviceId, proposalId, actor: caller.actor, tool: proposal.tool };
-      audit.record(auditLog, { ...entry, event: "approve", outcome: "ok" });
-      notify(caller.userId, "proposals");
-      const started = performance.now();
-      try {
-        // The stored input, exactly as proposed: the approving request carries only the id.
-        const result = await dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: applyTimeoutMs, expectedPlan: { diff: proposal.diff, summary: proposal.summary } });
-        const finished = await proposals.finish(db, proposalId, { ok: true, result });
-        audit.record(auditLog, { ...entry, event: "apply", mode: "apply", input: proposal.input, outcome: "ok", durationMs: performance.now() - started });
-        return { proposal: finished ?? proposal, result };
-      } catch (error) {
-        if (error instanceof DeviceCallError && error.code === "DEVICE_OFFLINE") {
-          // Nothing reached the device: the proposal waits for another approval.
-          await proposals.release(db, proposalId);
-        } else {
-          const message = error instanceof Error ? error.message : String(error);
-          await proposals.finish(db, proposalId, { ok: false, code: codeOf(error), message });
-        }
-        audit.record(auditLog, {
-          ...entry,
-          event: "apply",
-          mode: "apply",
-          input: proposal.input,
-          outcome: "error",
-          errorCode: codeOf(error),
-          durationMs: performance.now() - started,
-        });
-        throw error;
-      } finally {
-        notify(caller.userId, "proposals");
-      }
-    },
-
-    async reject(caller, proposalId) {
-      const decision = await proposals.reject(db, caller.userId, proposalId);
-      if (!decision.ok) throw refusal(decision);
-      audit.record(auditLog, {
-        userId: caller.userId,
-        deviceId: decision.proposal.deviceId,
-        proposalId,
-        actor: caller.actor,
-        tool: decision.proposal.tool,
-        event: "reject",
-        outcome: "ok",
-      });
-      notify(caller.userId, "proposals");
-      return decision.proposal;
-    },
-
-    pendingProposals: (userId) => proposals.listPending(db, userId),
-
-    async proposal(userId, proposalId) {
-      const found = await proposals.get(db, userId, proposalId);
-      if (!found) throw new HostError("PROPOSAL_NOT_FOUND", "You have no proposal with this id");
+    approve: proposalService.approve,
+    reject: proposalService.reject,
+    pendingProposals: proposalService.pendingProposals,
+    pendingWithDiffs: proposalService.pendingWithDiffs,
+    async proposal(userId, proposalId, grant) {
+      const found = await proposalService.proposal(userId, proposalId);
+      // A proposal on a device outside the grant is as unknown as another user's.
+      if (!grantAllows(grant, found.deviceId)) throw new HostError("PROPOSAL_NOT_FOUND", "You have no proposal with this id");
       return found;
     },
+    recentlyDecided: proposalService.recentlyDecided,
+    sweepProposals: proposalService.sweepProposals,
 
     assistantTools: (userId) => assistantTools(service, userId),
 
@@ -383,16 +393,4 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
   };
   return service;
-}
-
-function settleRefusal(verdict: Exclude<SettleVerdict, "accepted">): HostError {
-  if (verdict === "unknown_call") return new HostError("UNKNOWN_CALL", "No call with this id is waiting for a result");
-  if (verdict === "wrong_device") return new HostError("WRONG_DEVICE", "This call was sent to another device");
-  return new HostError("RESULT_ALREADY_RECEIVED", "This call already has its result (or was given up)");
-}
-
-function refusal(decision: Exclude<proposals.Decision, { ok: true }>): HostError {
-  if (decision.reason === "not_found") return new HostError("PROPOSAL_NOT_FOUND", "You have no proposal with this id");
-  if (decision.reason === "expired") return new HostError("PROPOSAL_EXPIRED", "This proposal expired; run the tool again for a fresh diff");
-  return new HostError("ALREADY_DECIDED", `This proposal was already decided (${decision.status})`);
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { FastifyRequest } from "fastify";
 import { hostCaller as caller, hostPerson as person } from "./callers.js";
+import { proposalPath } from "./proposals.js";
 import { rethrowAsHttpError } from "./errors.js";
 import {
   ApprovedJson,
@@ -18,8 +18,6 @@ import { connectionClosed } from "../../http/connection-signal.js";
 import { jsonResponses, NoContent } from "../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
-export { HOST_CALL_SCOPE } from "./callers.js";
-
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const IdParams = Type.Object({ id: Id });
 
@@ -33,6 +31,15 @@ const CallBody = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A page of pending proposals: `cursor` is the previous page's `nextCursor`. Query strings are strings
+ * (no coercion): the page size is digits, clamped to 1–100.
+ */
+const ProposalPageQuery = Type.Object(
+  { cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), limit: Type.Optional(Type.String({ pattern: "^[0-9]{1,3}$" })) },
+  { additionalProperties: false },
+);
+
 /** Only the id: the input applied is the one stored at propose time. */
 const DecisionBody = Type.Object({ proposalId: Id }, { additionalProperties: false });
 
@@ -42,6 +49,9 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(rethrowAsHttpError);
+  const baseURL = String(fastify.tetherAuth.options.baseURL).replace(/\/$/, "");
+  /** A proposal as the API shows it: with the address of its page. */
+  const withURL = <P extends { id: string }>(proposal: P) => ({ ...proposal, url: `${baseURL}${proposalPath(proposal.id)}` });
 
   fastify.post("/api/host/pairing-codes", { schema: { response: jsonResponses({ 201: PairingCodeJson }) } }, async (request, reply) => {
     const { userId } = await person(request);
@@ -50,13 +60,15 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   });
 
   // Devices and proposals are read alike: the caller's list, and one of them by id (404 when not theirs).
-  const callerId = async (request: FastifyRequest) => (await caller(request)).userId;
-  fastify.get("/api/host/devices", { schema: { response: jsonResponses({ 200: DeviceListJson }) } }, async (request) => ({
-    devices: await service.listDevices(await callerId(request)),
-  }));
-  fastify.get("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 200: DeviceJson }) } }, async (request) =>
-    service.device(await callerId(request), request.params.id),
-  );
+  // A token limited to chosen devices sees only those (and their proposals): `deviceIds` goes with every lookup.
+  fastify.get("/api/host/devices", { schema: { response: jsonResponses({ 200: DeviceListJson }) } }, async (request) => {
+    const { userId, deviceIds } = await caller(request);
+    return { devices: await service.listDevices(userId, deviceIds) };
+  });
+  fastify.get("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 200: DeviceJson }) } }, async (request) => {
+    const { userId, deviceIds } = await caller(request);
+    return service.device(userId, request.params.id, deviceIds);
+  });
 
   fastify.delete("/api/host/devices/:id", { schema: { params: IdParams, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
     const { userId } = await person(request);
@@ -71,15 +83,21 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const outcome = await service.call(who, { deviceId, tool, input: input ?? {}, signal: connectionClosed(request), ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
     if (outcome.kind === "result") return { tool: tool, class: outcome.tool.class, result: outcome.result };
     const { proposal } = outcome;
-    return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff, summary: proposal.summary, expiresAt: proposal.expiresAt });
+    const { url } = withURL(proposal);
+    return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff ?? "", summary: proposal.summary, expiresAt: proposal.expiresAt, url });
   });
 
-  fastify.get("/api/host/proposals", { schema: { response: jsonResponses({ 200: ProposalListJson }) } }, async (request) => ({
-    proposals: await service.pendingProposals(await callerId(request)),
-  }));
-  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams, response: jsonResponses({ 200: ProposalJson }) } }, async (request) =>
-    service.proposal(await callerId(request), request.params.id),
-  );
+  // Pages without diffs: a diff (up to 1 MB) is read one proposal at a time, below.
+  fastify.get("/api/host/proposals", { schema: { querystring: ProposalPageQuery, response: jsonResponses({ 200: ProposalListJson }) } }, async (request) => {
+    const { cursor, limit } = request.query;
+    const { userId, deviceIds } = await caller(request);
+    const page = await service.pendingProposals(userId, { cursor, limit: limit === undefined ? undefined : Number(limit) }, deviceIds);
+    return { ...page, proposals: page.proposals.map(withURL) };
+  });
+  fastify.get("/api/host/proposals/:id", { schema: { params: IdParams, response: jsonResponses({ 200: ProposalJson }) } }, async (request) => {
+    const { userId, deviceIds } = await caller(request);
+    return withURL(await service.proposal(userId, request.params.id, deviceIds));
+  });
 
   fastify.post("/api/host/approve", { schema: { body: DecisionBody, response: jsonResponses({ 200: ApprovedJson }) } }, async (request) => {
     const who = await person(request);

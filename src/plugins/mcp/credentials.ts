@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema.js";
 import { bearerToken } from "../../http/bearer.js";
 import { API_TOKEN_PREFIX, tokenAllows, verifyApiToken } from "../session/api-tokens.js";
-import { HOST_CALL_SCOPE } from "../host/callers.js";
+import { SCOPES } from "../session/scopes.js";
 import type { Caller } from "../host/service.js";
 
 /**
@@ -12,6 +12,13 @@ import type { Caller } from "../host/service.js";
  * a page on another site can never drive a user's devices through /mcp.
  */
 export interface McpCaller extends Caller {
+  /**
+   * The one credential this request carries (`token:<id>`, or `oauth-token:<hash>` for an OAuth access
+   * token): what the per-credential rate limit and stream cap count.
+   */
+  credentialKey: string;
+  /** Limited to read tools (`SCOPES.hostRead` without `SCOPES.hostCall`): other tools are neither listed nor callable. */
+  readOnly: boolean;
   /** Whether the credential still works (re-checked while a notification stream stays open). */
   stillValid(): Promise<boolean>;
 }
@@ -37,7 +44,7 @@ export async function authenticate(request: FastifyRequest, db: Kysely<Database>
     if (request.headers.cookie && (await request.getSession())?.session) {
       throw new McpAuthError(401, "invalid_request", "A browser session cannot use /mcp: send an API token or an OAuth access token as a Bearer credential");
     }
-    throw new McpAuthError(401, "invalid_request", `Send an API token with the "${HOST_CALL_SCOPE}" scope, or an OAuth access token, as a Bearer credential`);
+    throw new McpAuthError(401, "invalid_request", `Send an API token with the "${SCOPES.hostCall}" scope, or an OAuth access token, as a Bearer credential`);
   }
   if (bearer.startsWith(API_TOKEN_PREFIX)) return apiTokenCaller(request, db, bearer);
   const caller = oauth ? await oauth(bearer) : null;
@@ -51,14 +58,17 @@ async function apiTokenCaller(request: FastifyRequest, db: Kysely<Database>, bea
   if (session?.session) throw new McpAuthError(401, "invalid_request", "A browser session cannot use /mcp: send the request without cookies");
   const token = await request.getApiToken();
   if (!session || !token) throw new McpAuthError(401, "invalid_token", "This API token is not valid (expired, revoked, or its user is deactivated)");
-  if (!tokenAllows(token.scopes, HOST_CALL_SCOPE)) {
-    throw new McpAuthError(403, "insufficient_scope", `This API token lacks the "${HOST_CALL_SCOPE}" scope`);
+  const readOnly = !tokenAllows(token.scopes, SCOPES.hostCall);
+  if (readOnly && !token.scopes.includes(SCOPES.hostRead)) {
+    throw new McpAuthError(403, "insufficient_scope", `This API token has neither the "${SCOPES.hostCall}" nor the "${SCOPES.hostRead}" scope`);
   }
   const userId = session.user.id;
   return {
     userId,
     actor: "mcp",
     credential: `token:${token.id}`,
+    credentialKey: `token:${token.id}`,
+    readOnly,
     // The session plugin's own verifier, uncached: revoked, expired or deactivated fails.
     stillValid: async () => (await verifyApiToken(db, bearer))?.tokenId === token.id,
   };

@@ -1,9 +1,10 @@
 /**
- * `tether/mcp`: a remote MCP server over each user's devices. Register `mcpPlugin` after the host
- * plugin; put `mcpSettingsPage` inside the guarded pages; run `mcpMigrations` after the host's.
+ * `tether/mcp`: a remote MCP server over each user's devices (`/mcp`). Register `mcpPlugin` after the host plugin;
+ * put `mcpOAuthPlugins(...)` into `createAuth({ plugins })` for OAuth clients, `mcpPublicPages` beside the public
+ * pages and `mcpPages` inside the guarded ones; run `mcpMigrations` after the host's. See docs/mcp.md.
  */
 export { mcpPlugin, type McpPluginOptions } from "./mcp-plugin.js";
-export { createMcpServer, type McpServerContext } from "./mcp-server.js";
-export { buildCatalog, annotationsFor, LIST_DEVICES, PROPOSAL_STATUS, DEVICE_ARGUMENT } from "./catalog.js";
-export { McpAuthError, type McpCaller, type OAuthVerifier } from "./credentials.js";
+export { mcpOAuthPlugins, type McpOAuthOptions } from "./oauth.js";
+export { mcpPages, mcpPublicPages } from "./pages.js";
+export { createRateLimiter, type RateLimit, type RateLimiter } from "../host/rate-limit.js";
 export { mcpMigrations } from "../../../migrations/index.js";

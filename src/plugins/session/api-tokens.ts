@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { createCredentialVerifier, LastUsedThrottle } from "../../crypto/credential-verifier.js";
 import { generateSecret, hashSecret } from "../../crypto/secrets.js";
 import { USER_COLUMNS, type ApiTokenRow, type Database, type UserRow } from "../../db/schema.js";
 import { camelColumns } from "../../db/camel-columns.js";
-import type { AuthCache } from "./auth-cache.js";
 
 export const API_TOKEN_PREFIX = "sk_";
 
@@ -19,6 +19,7 @@ export const API_TOKEN_LIMITS = {
 const VISIBLE_PREFIX_LENGTH = API_TOKEN_PREFIX.length + 6;
 /** last_used_at is written at most this often per token, so verifying is normally read-only. */
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+const lastUsed = new LastUsedThrottle(LAST_USED_WRITE_INTERVAL_MS);
 /** A well-formed token: the prefix and 43 base64url characters (32 random bytes). */
 const TOKEN_SHAPE = /^sk_[A-Za-z0-9_-]{43}$/;
 
@@ -88,7 +89,7 @@ export async function revokeApiToken(db: Kysely<Database>, userId: string, token
 
 /**
  * One indexed lookup by the hash of the token's value, joined to its user. It returns the row as
- * stored, expired or not: `isExpired` and `isLastUsedStale` decide what to do with it.
+ * stored, expired or not: the verifier decides what to do with it.
  */
 export async function findApiTokenByHash(db: Kysely<Database>, tokenHash: string): Promise<StoredApiToken | null> {
   const row = await db
@@ -113,11 +114,6 @@ export interface StoredApiToken extends VerifiedApiToken {
   lastUsedAt: Date | null;
 }
 
-export const isExpired = (token: { expiresAt: Date | null }, now = Date.now()) => token.expiresAt !== null && token.expiresAt.getTime() <= now;
-
-export const isLastUsedStale = (token: { lastUsedAt: Date | null }, now = Date.now()) =>
-  token.lastUsedAt === null || now - token.lastUsedAt.getTime() > LAST_USED_WRITE_INTERVAL_MS;
-
 /** Records use in the background: last-used is advisory, so a failed write must not fail a request. */
 export function markApiTokenUsed(db: Kysely<Database>, tokenId: string, at = new Date()): void {
   db.updateTable("api_token")
@@ -127,36 +123,47 @@ export function markApiTokenUsed(db: Kysely<Database>, tokenId: string, at = new
     .catch(() => {});
 }
 
-/** Where verified tokens may be remembered: the session plugin's `AuthCache`, kept correct by notifications. */
-export type ApiTokenCache = Pick<AuthCache, "version" | "getToken" | "storeToken">;
+/**
+ * Where verified tokens may be remembered: the session plugin's `AuthCache`, kept correct by notifications.
+ * Declared here, by what owns the tokens, so the cache imports this module and not the other way round.
+ */
+export interface ApiTokenCache {
+  readonly version: number;
+  getToken(hash: string): StoredApiToken | undefined;
+  storeToken(hash: string, value: StoredApiToken, version: number): void;
+}
 
 export type ApiTokenVerifier = (value: string) => Promise<VerifiedApiToken | null>;
 
 /**
- * The one verifier of `sk_…` values: well-formed, known (one indexed lookup by hash, or the cache),
- * not expired, and its user not deactivated. The last-used time is written only when a minute stale.
- * The session plugin builds it with its cache; `verifyApiToken` is the same function without one.
+ * The verifier of `sk_…` values, on the one credential verifier (src/crypto/credential-verifier.ts):
+ * well-formed, known (the cache, or one indexed lookup by hash), not expired, and its user not deactivated.
+ * The last-used time is written at most once a minute (the one `LastUsedThrottle`, seeded with the stored
+ * time). The session plugin builds it with its cache; `verifyApiToken` is the same function without one.
  */
 export function createApiTokenVerifier(db: Kysely<Database>, cache?: ApiTokenCache): ApiTokenVerifier {
+  const verify = createCredentialVerifier(
+    {
+      shape: TOKEN_SHAPE,
+      find: (hash) => findApiTokenByHash(db, hash),
+      refusal: (token: StoredApiToken, now) =>
+        token.expiresAt !== null && token.expiresAt.getTime() <= now ? "expired" : token.user.deactivatedAt ? "deactivated" : null,
+    },
+    cache && {
+      get version() {
+        return cache.version;
+      },
+      get: (hash) => cache.getToken(hash),
+      store: (hash, value, version) => cache.storeToken(hash, value, version),
+    },
+  );
   return async (value) => {
-    if (!isWellFormedApiToken(value)) return null;
-    const hash = hashSecret(value);
-    let stored = cache?.getToken(hash);
-    if (!stored) {
-      const version = cache?.version ?? 0;
-      const found = await findApiTokenByHash(db, hash);
-      if (!found) return null;
-      cache?.storeToken(hash, found, version);
-      stored = found;
-    }
+    const verdict = await verify(value);
+    if (!verdict.ok) return null;
+    const { tokenId, scopes, user, lastUsedAt } = verdict.credential;
     const now = Date.now();
-    if (isExpired(stored, now) || stored.user.deactivatedAt) return null;
-    if (isLastUsedStale(stored, now)) {
-      markApiTokenUsed(db, stored.tokenId, new Date(now));
-      // The cached copy is frozen; re-store it with the new time so the next minute writes nothing.
-      if (cache) cache.storeToken(hash, { ...stored, lastUsedAt: new Date(now) }, cache.version);
-    }
-    return { tokenId: stored.tokenId, scopes: stored.scopes, user: stored.user };
+    if (lastUsed.due(tokenId, now, lastUsedAt)) markApiTokenUsed(db, tokenId, new Date(now));
+    return { tokenId, scopes, user };
   };
 }
 

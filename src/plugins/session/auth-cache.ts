@@ -1,15 +1,15 @@
-import type { CookieSession } from "./resolve-session.js";
-import type { UserRow } from "../../db/schema.js";
+import type { SessionRow, UserRow } from "../../db/schema.js";
+import type { StoredApiToken } from "./api-tokens.js";
 import { InvalidatedCache, type InvalidatedCacheOptions } from "../../db/invalidated-cache.js";
 
-/** What a cached API token resolves to. */
-export interface CachedApiToken {
-  tokenId: string;
-  scopes: string[];
-  expiresAt: Date | null;
-  lastUsedAt: Date | null;
+/** What a cached session token resolves to (resolve-session.ts's `CookieSession`). */
+export interface CachedSession {
   user: UserRow;
+  session: SessionRow;
 }
+
+/** What a cached API token resolves to: the token as stored (api-tokens.ts). */
+export type CachedApiToken = StoredApiToken;
 
 export type AuthCacheOptions = InvalidatedCacheOptions;
 
@@ -20,14 +20,14 @@ export type AuthCacheOptions = InvalidatedCacheOptions;
  * see it; when it may serve and store is `InvalidatedCache`'s.
  */
 export class AuthCache extends InvalidatedCache {
-  private readonly sessions = this.table<CookieSession>();
+  private readonly sessions = this.table<CachedSession>();
   private readonly tokens = this.table<CachedApiToken>();
 
-  getSession(token: string): CookieSession | undefined {
+  getSession(token: string): CachedSession | undefined {
     return this.read(this.sessions, token);
   }
 
-  storeSession(token: string, value: CookieSession, version: number): void {
+  storeSession(token: string, value: CachedSession, version: number): void {
     if (this.write(this.sessions, token, value, value.user.id, version)) deepFreeze(value);
   }
 

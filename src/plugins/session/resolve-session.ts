@@ -52,7 +52,7 @@ export interface SessionResolverDeps {
 
 const MAX_VERIFIED_COOKIES = 10_000;
 
-const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, setCookies: [] }) as Resolution;
+const ANONYMOUS: Resolution = Object.freeze({ session: null, tokenScopes: null, setCookies: [] });
 
 /**
  * The hot path of every request. The resolution order: a cookie session (a deactivated user → null,

@@ -7,6 +7,7 @@ import { createApiToken, listApiTokens, revokeApiToken, tokenAllows, type ApiTok
 import { AuthCache } from "./auth-cache.js";
 import { verifySignedCookie } from "./cookie-signature.js";
 import { createSessionResolver, type CookieSession, type Resolution, type ResolvedSession } from "./resolve-session.js";
+import { TokenGrantRegistry, type TokenGrants } from "./token-grants.js";
 
 export interface SessionOptions {
   /** Capability demanded of an API-token caller; a scoped token without it is anonymous. Cookies ignore it. */
@@ -26,8 +27,11 @@ export interface UiSession {
 
 /** The signed-in user's API tokens; the one way routes and pages create, list and revoke them. */
 export interface ApiTokenService {
-  create(input: NewApiTokenInput): Promise<CreatedApiToken>;
-  list(userId: string): Promise<ApiTokenSummary[]>;
+  /** Checks `grants` (400 on an unknown kind or id), mints the token, then stores its grants before the value is returned. */
+  create(input: NewApiTokenInput & { grants?: TokenGrants }): Promise<CreatedApiToken & { grants?: TokenGrants }>;
+  list(userId: string): Promise<(ApiTokenSummary & { grants?: TokenGrants })[]>;
+  /** Limits a token may carry besides scopes, registered by the plugins that own them (see token-grants.ts). */
+  readonly grants: TokenGrantRegistry;
   /** Deletes one of the user's tokens (false when there is no such token); it stops working at once. */
   revoke(userId: string, tokenId: string): Promise<boolean>;
 }
@@ -119,92 +123,124 @@ export const sessionPlugin = fp(
       updateAgeSeconds: SESSION_UPDATE_AGE_SECONDS,
       ...(cache ? { cache } : {}),
     });
-    const authBasePath = `${auth.options.basePath ?? "/api/auth"}/`;
-
-    if (cache) {
-      // Whatever an auth API call did to the caller's own session (sign-out, password change), this
-      // process forgets it before the response leaves; other processes hear it from the database.
-      fastify.addHook("onSend", (request, _reply, payload, done) => {
-        if (request.method === "POST" && request.url.startsWith(authBasePath)) {
-          const token = verifySignedCookie(request.cookies[cookieName] ?? "", context.secret);
-          if (token) cache.dropSession(token);
-        }
-        done(null, payload);
-      });
-    }
+    if (cache) forgetOwnSessionAfterAuthCalls(fastify, cache, cookieName, context.secret);
 
     // Per request: the reply (for cookies better-auth sets while refreshing) and the one resolution.
-    // Both start null in the onRequest hook; the helpers below are shared functions reading them, so a
+    // Both start null in the onRequest hook; the helpers are shared functions reading them, so a
     // request that never asks allocates nothing.
-    const resolveOnce = (request: FastifyRequest): Promise<Resolution> =>
-      (request[kResolution] ??= resolveSession({
+    decorateRequests(fastify, (request) =>
+      resolveSession({
         sessionCookie: request.cookies[cookieName],
         dontRememberCookie: request.cookies[dontRememberCookieName],
         authorization: request.headers.authorization,
         headers: request.headers,
-      }).then((resolution) => {
-        if (resolution.setCookies.length > 0) request[kReply]?.header("set-cookie", resolution.setCookies);
-        return resolution;
-      }));
-
-    async function getSession(this: FastifyRequest, options?: SessionOptions) {
-      const { session, tokenScopes } = await resolveOnce(this);
-      if (session && tokenScopes && !tokenAllows(tokenScopes, options?.requiredScope)) return null;
-      return session;
-    }
-    async function requireSession(this: FastifyRequest, options?: SessionOptions) {
-      const session = await this.getSession(options);
-      if (!session) throw new LoginRequiredError();
-      return session;
-    }
-    async function requireSiteAdmin(this: FastifyRequest, options?: SessionOptions) {
-      const session = await this.requireSession(options);
-      if (session.user.isSiteAdmin !== true) throw new ForbiddenError();
-      return session;
-    }
-    async function fetchSession(this: FastifyRequest) {
-      const session = await this.getSession();
-      return session?.session ? toUiSession(session) : null;
-    }
-    async function getApiToken(this: FastifyRequest) {
-      const { session, tokenScopes, tokenId } = await resolveOnce(this);
-      return session && session.session === null && tokenScopes && tokenId ? { id: tokenId, scopes: tokenScopes } : null;
-    }
-
-    fastify.decorateRequest(kReply, null);
-    fastify.decorateRequest(kResolution, null);
-    fastify.decorateRequest("getSession", getSession);
-    fastify.decorateRequest("requireSession", requireSession);
-    fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
-    fastify.decorateRequest("fetchSession", fetchSession);
-    fastify.decorateRequest("getApiToken", getApiToken);
-    // The activity log (tether-activity) registers after this plugin; it is looked up when a token changes.
-    const recordTokenEvent = (userId: string, event: "token.create" | "token.revoke", name: string) => {
-      if (fastify.hasDecorator("tetherActivity")) fastify.tetherActivity.record({ userId, event, actor: "session", outcome: "ok", detail: { name } });
-    };
-    fastify.decorate("tetherApiTokens", {
-      async create(input) {
-        const created = await createApiToken(db, input);
-        recordTokenEvent(input.userId, "token.create", created.name);
-        return created;
-      },
-      list: (userId) => listApiTokens(db, userId),
-      async revoke(userId, tokenId) {
-        const token = (await listApiTokens(db, userId)).find((t) => t.id === tokenId);
-        const revoked = await revokeApiToken(db, userId, tokenId);
-        // This process's cache forgets the token now; other processes hear it from the database.
-        if (revoked) {
-          notifyUserChanged(auth, userId);
-          recordTokenEvent(userId, "token.revoke", token?.name ?? tokenId);
-        }
-        return revoked;
-      },
-    } satisfies ApiTokenService);
-    fastify.addHook("onRequest", (request, reply, done) => {
-      request[kReply] = reply;
-      request[kResolution] = null;
-      done();
-    });
+      }),
+    );
+    fastify.decorate("tetherApiTokens", apiTokenService(fastify));
   },
   { name: "tether-session", fastify: "5.x", dependencies: ["tether-db", "tether-auth", "tether-errors", "@fastify/cookie"] },
 );
+
+/**
+ * Whatever an auth API call did to the caller's own session (sign-out, password change), this process
+ * forgets it before the response leaves; other processes hear it from the database.
+ */
+function forgetOwnSessionAfterAuthCalls(fastify: FastifyInstance, cache: AuthCache, cookieName: string, secret: string): void {
+  const authBasePath = `${fastify.tetherAuth.options.basePath ?? "/api/auth"}/`;
+  fastify.addHook("onSend", (request, _reply, payload, done) => {
+    if (request.method === "POST" && request.url.startsWith(authBasePath)) {
+      const token = verifySignedCookie(request.cookies[cookieName] ?? "", secret);
+      if (token) cache.dropSession(token);
+    }
+    done(null, payload);
+  });
+}
+
+/** `request.getSession()` and its siblings, all answered from one resolution per request (`resolve`, run at most once). */
+function decorateRequests(fastify: FastifyInstance, resolve: (request: FastifyRequest) => Promise<Resolution>): void {
+  const resolveOnce = (request: FastifyRequest): Promise<Resolution> =>
+    (request[kResolution] ??= resolve(request).then((resolution) => {
+      if (resolution.setCookies.length > 0) request[kReply]?.header("set-cookie", resolution.setCookies);
+      return resolution;
+    }));
+
+  async function getSession(this: FastifyRequest, options?: SessionOptions) {
+    const { session, tokenScopes } = await resolveOnce(this);
+    if (session && tokenScopes && !tokenAllows(tokenScopes, options?.requiredScope)) return null;
+    return session;
+  }
+  async function requireSession(this: FastifyRequest, options?: SessionOptions) {
+    const session = await this.getSession(options);
+    if (!session) throw new LoginRequiredError();
+    return session;
+  }
+  async function requireSiteAdmin(this: FastifyRequest, options?: SessionOptions) {
+    const session = await this.requireSession(options);
+    if (session.user.isSiteAdmin !== true) throw new ForbiddenError();
+    return session;
+  }
+  async function fetchSession(this: FastifyRequest) {
+    const session = await this.getSession();
+    return session?.session ? toUiSession(session) : null;
+  }
+  async function getApiToken(this: FastifyRequest) {
+    const { session, tokenScopes, tokenId } = await resolveOnce(this);
+    return session && session.session === null && tokenScopes && tokenId ? { id: tokenId, scopes: tokenScopes } : null;
+  }
+
+  fastify.decorateRequest(kReply, null);
+  fastify.decorateRequest(kResolution, null);
+  fastify.decorateRequest("getSession", getSession);
+  fastify.decorateRequest("requireSession", requireSession);
+  fastify.decorateRequest("requireSiteAdmin", requireSiteAdmin);
+  fastify.decorateRequest("fetchSession", fetchSession);
+  fastify.decorateRequest("getApiToken", getApiToken);
+  fastify.addHook("onRequest", (request, reply, done) => {
+    request[kReply] = reply;
+    request[kResolution] = null;
+    done();
+  });
+}
+
+/** `fastify.tetherApiTokens`: the token repository, with each change in the activity log and the cache told at once. */
+function apiTokenService(fastify: FastifyInstance): ApiTokenService {
+  const { tetherAuth: auth, tetherDb: db } = fastify;
+  // The activity log (tether-activity) registers after this plugin; it is looked up when a token changes.
+  const recordTokenEvent = (userId: string, event: "token.create" | "token.revoke", name: string) => {
+    if (fastify.hasDecorator("tetherActivity")) fastify.tetherActivity.record({ userId, event, actor: "session", outcome: "ok", detail: { name } });
+  };
+  const grants = new TokenGrantRegistry();
+  return {
+    grants,
+    async create({ grants: requested, ...input }) {
+      const checked = await grants.check(input.userId, requested);
+      const created = await createApiToken(db, input);
+      // Nobody holds the value until this returns, so no request can use the token before its grants
+      // exist; if storing them fails, the token goes too rather than work unlimited.
+      try {
+        await grants.store(input.userId, created.id, checked);
+      } catch (error) {
+        await revokeApiToken(db, input.userId, created.id);
+        throw error;
+      }
+      recordTokenEvent(input.userId, "token.create", created.name);
+      return Object.keys(checked).length > 0 ? { ...created, grants: checked } : created;
+    },
+    async list(userId) {
+      const tokens = await listApiTokens(db, userId);
+      const granted = await grants.load(userId, tokens.map((token) => token.id));
+      return tokens.map((token) => (granted.has(token.id) ? { ...token, grants: granted.get(token.id)! } : token));
+    },
+    async revoke(userId, tokenId) {
+      const token = (await listApiTokens(db, userId)).find((t) => t.id === tokenId);
+      const revoked = await revokeApiToken(db, userId, tokenId);
+      // This process's cache forgets the token now; other processes hear it from the database.
+      if (revoked) {
+        notifyUserChanged(auth, userId);
+        await grants.forget(userId, tokenId);
+        recordTokenEvent(userId, "token.revoke", token?.name ?? tokenId);
+      }
+      return revoked;
+    },
+  };
+}

@@ -54,4 +54,4 @@ async function run(input: AppendInput, ctx: ToolContext, apply: boolean) {
 
 const description = "Append text to the end of a UTF-8 text file (up to 10 MB in total), creating the file if it does not exist. Permissions are kept.";
 
-export const appendFile = definePlannedTool({ name: "append_file", description, input, run });
+export const appendFile = definePlannedTool({ name: "append_file", description, input, hints: { destructive: false }, run });

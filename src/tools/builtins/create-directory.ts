@@ -28,5 +28,6 @@ export const createDirectory = definePlannedTool({
   name: "create_directory",
   description: "Create a folder, with any missing parent folders (like mkdir -p). An existing folder is not an error.",
   input: Type.Object({ path: pathField("Folder to create") }, { additionalProperties: false }),
+  hints: { destructive: false, idempotent: true },
   run,
 });

@@ -123,4 +123,4 @@ async function run(input: EditInput, ctx: ToolContext, apply: boolean) {
 
 const description = "Edit a UTF-8 text file by exact find/replace: each find must occur exactly once in the current file (otherwise the call fails, saying not found or ambiguous), and edits must not overlap. Line endings (LF or CRLF) and permissions are kept. Applying re-checks every find against the file as it is then and refuses if the file changed.";
 
-export const editFile = definePlannedTool({ name: "edit_file", description, input, run });
+export const editFile = definePlannedTool({ name: "edit_file", description, input, hints: { destructive: false }, run });

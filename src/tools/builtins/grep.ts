@@ -19,6 +19,8 @@ type GrepMatch = {
   path: string;
   line: number;
   column: number;
+  /** The match's length from `column` (UTF-16 code units, as columns are), so a reader can mark exactly it. */
+  matchLength: number;
   text?: string;
   before?: string[];
   after?: string[];
@@ -82,138 +84,179 @@ interface GrepInput {
   regexTimeoutMs?: number;
 }
 
+type SkipCounts = { binary: number; tooLarge: number; special: number; symlinks: number; unreadable: number };
+
 async function grep(input: GrepInput, ctx: ToolContext) {
   const budgetMs = input.regexTimeoutMs ?? GREP_REGEX_BUDGET_MS;
   const matcher = new LineMatcher({ pattern: input.pattern, literal: input.literal ?? false, ignoreCase: input.ignoreCase ?? false, budgetMs });
-  const includes = toArray(input.include).map((p) => compileGlob(p, "include", { dot: true, basename: true }));
-  const excludes = toArray(input.exclude).map((p) => compileGlob(p, "exclude", { dot: true, basename: true }));
-  const contextLines = input.context ?? 0;
   const limit = input.limit ?? LIMITS.grepMatches;
-  const matches: GrepMatch[] = [];
-  let omittedMatches = 0;
-  const counts = { filesSearched: 0, filesMatched: 0, binary: 0, tooLarge: 0, special: 0, symlinks: 0, unreadable: 0 };
-  let batch: { rel: string; text: string }[] = [];
-  let batchBytes = 0;
-
-  const flush = () => {
-    if (batch.length === 0) return;
-    const results = matcher.match(
-      batch.map((f) => f.text),
-      Math.max(0, limit - matches.length),
-    );
-    results.forEach((result, i) => {
-      if (result.total === 0) return;
-      counts.filesMatched++;
-      const file = batch[i]!;
-      const lines = file.text.split("\n");
-      let returned = 0;
-      for (let h = 0; h < result.hits.length && matches.length < limit; h += 2) {
-        const index = result.hits[h]!;
-        const column = result.hits[h + 1]!;
-        const raw = lines[index] ?? "";
-        const cut = lineCut(raw.endsWith("\r") ? raw.slice(0, -1) : raw, column);
-        const match: GrepMatch = { path: file.rel, line: index + 1, column: column + 1, text: cut.text };
-        if (cut.omitted > 0) Object.assign(match, { textTruncated: true, textStartColumn: cut.start + 1, omittedBytes: cut.omitted });
-        if (contextLines > 0) {
-          match.before = lines.slice(Math.max(0, index - contextLines), index).map(contextLine);
-          match.after = lines.slice(index + 1, index + 1 + contextLines).map(contextLine);
-          if (index + 1 + contextLines >= lines.length && lines[lines.length - 1] === "") match.after = match.after.slice(0, lines.length - 2 - index);
-        }
-        matches.push(match);
-        returned++;
-      }
-      omittedMatches += result.total - returned;
-    });
-    batch = [];
-    batchBytes = 0;
-  };
-
-  const consider = (dir: DirHandle, name: string, rel: string) => {
-    if (includes.length && !includes.some((m) => m(rel))) return;
-    if (excludes.some((m) => m(rel))) return;
-    let file;
-    try {
-      file = openFileIn(dir, name, { verifyPath: false });
-    } catch (error) {
-      if (error instanceof ToolError && error.code === "SPECIAL_FILE") counts.special++;
-      else counts.unreadable++;
-      return;
-    }
-    let bytes: Buffer;
-    try {
-      if (file.stat.size > LIMITS.grepFileBytes) {
-        counts.tooLarge++;
-        return;
-      }
-      bytes = file.stat.size === 0 ? Buffer.alloc(0) : readHeadSync(file.fd, file.stat.size, file.stat.size);
-    } catch {
-      counts.unreadable++;
-      return;
-    } finally {
-      fs.closeSync(file.fd);
-    }
-    if (hasNulByte(bytes)) {
-      counts.binary++;
-      return;
-    }
-    counts.filesSearched++;
-    // Files without the literal's bytes are never decoded.
-    if (matcher.literalBytes && bytes.indexOf(matcher.literalBytes) === -1) return;
-    batch.push({ rel, text: bytes.toString("utf8") });
-    batchBytes += bytes.length;
-    if (batch.length >= BATCH_FILES || batchBytes >= BATCH_BYTES) flush();
+  const search = new GrepSearch(matcher, limit, input.context ?? 0);
+  const filter: FileFilter = {
+    includes: toArray(input.include).map((p) => compileGlob(p, "include", { dot: true, basename: true })),
+    excludes: toArray(input.exclude).map((p) => compileGlob(p, "exclude", { dot: true, basename: true })),
   };
 
   const base = await ctx.scope.resolve(input.path ?? ".");
   const stat = lstatInScope(ctx.scope, base);
   if (!stat) throw notFound(input.path ?? ".");
   let unreadableDirectories = 0;
-  if (stat.isDirectory()) {
-    const dir = openDirInScope(ctx.scope, base);
-    try {
-      const walked = await walkTree(dir, {
-        recursive: true,
-        ...(ctx.signal ? { signal: ctx.signal } : {}),
-        descend: (entry) => (input.includeIgnored || !DEFAULT_SKIPPED_DIRS.has(entry.name)) && !excludes.some((m) => m(entry.rel)),
-        visit: (entry) => {
-          if (entry.type === "file") consider(entry.dir, entry.name, entry.rel);
-          else if (entry.type === "symlink") counts.symlinks++;
-          else if (entry.type !== "directory") counts.special++;
-        },
-      });
-      unreadableDirectories = walked.unreadable;
-      flush();
-    } finally {
-      dir.close();
-    }
-  } else {
-    const dir = openDirInScope(ctx.scope, path.dirname(base));
-    try {
-      const name = path.basename(base);
-      const before = counts.special;
-      consider(dir, name, name);
-      flush();
-      if (counts.special > before) throw new ToolError("SPECIAL_FILE", `${JSON.stringify(input.path)} is not a regular file`, { path: base });
-    } finally {
-      dir.close();
-    }
-  }
+  if (stat.isDirectory()) unreadableDirectories = await searchFolder(ctx, base, search, filter, input.includeIgnored ?? false);
+  else searchOneFile(ctx, base, search, filter, input.path);
 
-  const truncated = omittedMatches > 0;
-  const common = {
+  const { counts, matches, omittedMatches } = search;
+  return {
     path: base,
     pattern: input.pattern,
     literal: input.literal ?? false,
     ignoreCase: input.ignoreCase ?? false,
     count: matches.length,
-    truncated,
+    truncated: omittedMatches > 0,
     limit,
     omittedMatches,
     lineLimitBytes: LIMITS.grepLineBytes,
-    filesSearched: counts.filesSearched,
-    filesMatched: counts.filesMatched,
-    skipped: { binary: counts.binary, tooLarge: counts.tooLarge, special: counts.special, symlinks: counts.symlinks, unreadable: counts.unreadable + unreadableDirectories },
+    filesSearched: search.filesSearched,
+    filesMatched: search.filesMatched,
+    skipped: { ...counts, unreadable: counts.unreadable + unreadableDirectories },
+    matches,
   };
-  return { ...common, matches };
 }
 
+interface FileFilter {
+  includes: Array<(rel: string) => boolean>;
+  excludes: Array<(rel: string) => boolean>;
+}
+
+/** Walks the folder, searching every file the filter keeps; returns how many folders could not be read. */
+async function searchFolder(ctx: ToolContext, base: string, search: GrepSearch, filter: FileFilter, includeIgnored: boolean): Promise<number> {
+  const dir = openDirInScope(ctx.scope, base);
+  try {
+    const walked = await walkTree(dir, {
+      recursive: true,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      descend: (entry) => (includeIgnored || !DEFAULT_SKIPPED_DIRS.has(entry.name)) && !filter.excludes.some((m) => m(entry.rel)),
+      visit: (entry) => {
+        if (entry.type === "file") search.consider(entry.dir, entry.name, entry.rel, filter);
+        else if (entry.type === "symlink") search.counts.symlinks++;
+        else if (entry.type !== "directory") search.counts.special++;
+      },
+    });
+    search.flush();
+    return walked.unreadable;
+  } finally {
+    dir.close();
+  }
+}
+
+/** A path naming one file: searched like a folder's file, but one that is not a regular file is an error, not a skip. */
+function searchOneFile(ctx: ToolContext, base: string, search: GrepSearch, filter: FileFilter, asGiven: string | undefined): void {
+  const dir = openDirInScope(ctx.scope, path.dirname(base));
+  try {
+    const name = path.basename(base);
+    const before = search.counts.special;
+    search.consider(dir, name, name, filter);
+    search.flush();
+    if (search.counts.special > before) throw new ToolError("SPECIAL_FILE", `${JSON.stringify(asGiven)} is not a regular file`, { path: base });
+  } finally {
+    dir.close();
+  }
+}
+
+/**
+ * One search's state: files are read and queued in batches (the matcher runs a batch at a time, under
+ * one regex budget), and their matches collected up to the limit; the rest only counted.
+ */
+class GrepSearch {
+  readonly matches: GrepMatch[] = [];
+  omittedMatches = 0;
+  filesSearched = 0;
+  filesMatched = 0;
+  readonly counts: SkipCounts = { binary: 0, tooLarge: 0, special: 0, symlinks: 0, unreadable: 0 };
+  private batch: { rel: string; text: string }[] = [];
+  private batchBytes = 0;
+
+  constructor(
+    private readonly matcher: LineMatcher,
+    private readonly limit: number,
+    private readonly contextLines: number,
+  ) {}
+
+  /** A file the walk found: read and queued for matching, or counted as skipped. */
+  consider(dir: DirHandle, name: string, rel: string, filter: FileFilter): void {
+    if (filter.includes.length && !filter.includes.some((m) => m(rel))) return;
+    if (filter.excludes.some((m) => m(rel))) return;
+    const bytes = readWhole(dir, name, this.counts);
+    if (!bytes) return;
+    if (hasNulByte(bytes)) {
+      this.counts.binary++;
+      return;
+    }
+    this.filesSearched++;
+    // Files without the literal's bytes are never decoded.
+    if (this.matcher.literalBytes && bytes.indexOf(this.matcher.literalBytes) === -1) return;
+    this.batch.push({ rel, text: bytes.toString("utf8") });
+    this.batchBytes += bytes.length;
+    if (this.batch.length >= BATCH_FILES || this.batchBytes >= BATCH_BYTES) this.flush();
+  }
+
+  /** Runs the matcher over the queued files. */
+  flush(): void {
+    if (this.batch.length === 0) return;
+    const results = this.matcher.match(
+      this.batch.map((f) => f.text),
+      Math.max(0, this.limit - this.matches.length),
+    );
+    results.forEach((result, i) => {
+      if (result.total === 0) return;
+      this.filesMatched++;
+      const file = this.batch[i]!;
+      const lines = file.text.split("\n");
+      let returned = 0;
+      for (let h = 0; h < result.hits.length && this.matches.length < this.limit; h += 2) {
+        this.matches.push(matchAt(file.rel, lines, { index: result.hits[h]!, column: result.hits[h + 1]!, length: result.lengths[h / 2] ?? 0 }, this.contextLines));
+        returned++;
+      }
+      this.omittedMatches += result.total - returned;
+    });
+    this.batch = [];
+    this.batchBytes = 0;
+  }
+}
+
+/** A file's bytes, or undefined (counted) when it is special, too large or unreadable. */
+function readWhole(dir: DirHandle, name: string, counts: SkipCounts): Buffer | undefined {
+  let file;
+  try {
+    file = openFileIn(dir, name, { verifyPath: false });
+  } catch (error) {
+    if (error instanceof ToolError && error.code === "SPECIAL_FILE") counts.special++;
+    else counts.unreadable++;
+    return undefined;
+  }
+  try {
+    if (file.stat.size > LIMITS.grepFileBytes) {
+      counts.tooLarge++;
+      return undefined;
+    }
+    return file.stat.size === 0 ? Buffer.alloc(0) : readHeadSync(file.fd, file.stat.size, file.stat.size);
+  } catch {
+    counts.unreadable++;
+    return undefined;
+  } finally {
+    fs.closeSync(file.fd);
+  }
+}
+
+/** The match on line `index` (0-based) at `column`, `length` long: its line, cut to the limit, and its context lines. */
+function matchAt(rel: string, lines: string[], hit: { index: number; column: number; length: number }, contextLines: number): GrepMatch {
+  const { index, column } = hit;
+  const raw = lines[index] ?? "";
+  const cut = lineCut(raw.endsWith("\r") ? raw.slice(0, -1) : raw, column);
+  const match: GrepMatch = { path: rel, line: index + 1, column: column + 1, matchLength: hit.length, text: cut.text };
+  if (cut.omitted > 0) Object.assign(match, { textTruncated: true, textStartColumn: cut.start + 1, omittedBytes: cut.omitted });
+  if (contextLines > 0) {
+    match.before = lines.slice(Math.max(0, index - contextLines), index).map(contextLine);
+    match.after = lines.slice(index + 1, index + 1 + contextLines).map(contextLine);
+    if (index + 1 + contextLines >= lines.length && lines[lines.length - 1] === "") match.after = match.after.slice(0, lines.length - 2 - index);
+  }
+  return match;
+}

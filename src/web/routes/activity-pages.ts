@@ -2,13 +2,15 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import fp from "fastify-plugin";
 import { ACTIVITY_EVENT_NAMES, ACTIVITY_EVENTS, isActivityEvent } from "../../plugins/activity/events.js";
+import { ActivityCursor } from "../../plugins/activity/repository.js";
 import { userAdmin } from "../../plugins/auth/user-admin.js";
-import { ADMIN_SCOPE } from "../../routes/admin-api.js";
+import { SCOPES } from "../../plugins/session/scopes.js";
 import { optionalText } from "../forms.js";
 import { signedInUser } from "../guard.js";
 
-const OwnQuery = Type.Object({ before: optionalText(20) });
-const AdminQuery = Type.Object({ before: optionalText(20), user: optionalText(254), event: optionalText(40), outcome: optionalText(10) });
+const Before = Type.Optional(ActivityCursor);
+const OwnQuery = Type.Object({ before: Before });
+const AdminQuery = Type.Object({ before: Before, user: optionalText(254), event: optionalText(40), outcome: optionalText(10) });
 const EVENT_CHOICES = ACTIVITY_EVENT_NAMES.map((name) => ({ value: name, label: ACTIVITY_EVENTS[name] }));
 
 /** `/settings/activity`: the signed-in user's security events, newest first, a page at a time. */
@@ -16,7 +18,7 @@ const ownActivity: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get("/settings/activity", { schema: { querystring: OwnQuery } }, async (request, reply) => {
     const page = await fastify.tetherActivity.list({ userId: signedInUser(request).id, before: request.query.before });
     const older = page.nextCursor ? `/settings/activity?before=${page.nextCursor}` : undefined;
-    return reply.render("settings/activity", { title: "Activity", page, older, newest: request.query.before ? "/settings/activity" : undefined });
+    return reply.tetherRender("settings/activity", { title: "Activity", page, older, newest: request.query.before ? "/settings/activity" : undefined });
   });
 };
 
@@ -27,7 +29,7 @@ const ownActivity: FastifyPluginAsyncTypebox = async (fastify) => {
 const adminActivity: FastifyPluginAsyncTypebox = async (fastify) => {
   const users = userAdmin(fastify.tetherAuth, fastify.tetherDb);
   fastify.addHook("onRequest", async (request) => {
-    await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
+    await request.requireSiteAdmin({ requiredScope: SCOPES.admin });
   });
 
   fastify.get("/admin/activity", { schema: { querystring: AdminQuery } }, async (request, reply) => {
@@ -45,7 +47,7 @@ const adminActivity: FastifyPluginAsyncTypebox = async (fastify) => {
             before,
           });
     const query = (extra: Record<string, string>) => `/admin/activity?${new URLSearchParams({ ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v)), ...extra })}`;
-    return reply.render("admin/activity", {
+    return reply.tetherRender("admin/activity", {
       title: "Activity",
       page,
       filters,

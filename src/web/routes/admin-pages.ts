@@ -6,7 +6,8 @@ import { redirectTo } from "../../http/error-handler.js";
 import { badRequest, notFound } from "../../http/errors.js";
 import { listUserSessions } from "../../plugins/activity/user-sessions.js";
 import { userAdmin, type UserListing } from "../../plugins/auth/user-admin.js";
-import { ADMIN_SCOPE } from "../../routes/admin-api.js";
+import { hasMcpOAuth, mcpOAuthApi } from "../../plugins/mcp/oauth.js";
+import { SCOPES } from "../../plugins/session/scopes.js";
 import { optionalText } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
@@ -62,11 +63,11 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   const users = userAdmin(fastify.tetherAuth, fastify.tetherDb);
 
   fastify.addHook("onRequest", async (request) => {
-    await request.requireSiteAdmin({ requiredScope: ADMIN_SCOPE });
+    await request.requireSiteAdmin({ requiredScope: SCOPES.admin });
   });
 
   const showUsers = (request: FastifyRequest, reply: FastifyReply, list: UserListing[], notice?: string, focusNotice = false) =>
-    reply.render(wantsFragment(request) ? "admin/users-panel" : "admin/users", { title: "Users", users: list, notice, focusNotice });
+    reply.tetherRender(wantsFragment(request) ? "admin/users-panel" : "admin/users", { title: "Users", users: list, notice, focusNotice });
 
   fastify.get(USERS_PATH, { schema: { querystring: UsersQuery } }, async (request, reply) =>
     showUsers(request, reply, await users.list(), NOTICES.get(request.query.notice ?? "")),
@@ -78,12 +79,15 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!subject) throw notFound("No such user");
     const [sessions, activity] = await Promise.all([listUserSessions(fastify.tetherDb, subject.id, null), fastify.tetherActivity.list({ userId: subject.id })]);
     const notice = request.query.notice === "signed-out" ? `${subject.name} is signed out everywhere.` : undefined;
-    return reply.render("admin/user", { title: subject.name, subject, sessions, activity, notice });
+    return reply.tetherRender("admin/user", { title: subject.name, subject, sessions, activity, notice });
   });
 
   fastify.post(`${USERS_PATH}/:id/revoke-sessions`, { schema: { params: UserParams } }, async (request, reply) => {
     const id = request.params.id;
     if (!(await users.exists(id))) throw notFound("No such user");
+    // Everywhere includes OAuth clients: their tokens outlive the sessions they were issued in. Revoked
+    // first, so the change notification revokeSessions sends finds them revoked.
+    if (hasMcpOAuth(fastify.tetherAuth)) await mcpOAuthApi(fastify.tetherAuth).revokeMcpOAuthTokens({ body: { userId: id } });
     await users.revokeSessions(id);
     const admin = signedInUser(request);
     fastify.tetherActivity.record({ userId: id, event: "session.revoke-all", actor: "admin", outcome: "ok", ipAddress: request.ip, detail: { by: admin.email } });

@@ -3,12 +3,16 @@ import { Type } from "@sinclair/typebox";
 import { APIError } from "better-auth/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import type { Redis } from "ioredis";
+import { HttpError } from "../../http/errors.js";
 import { toWebHeaders } from "../../http/web-headers.js";
 import { deviceAuthorizationApi, type DeviceRequestDetails } from "../../plugins/host/device-grant.js";
+import { createRedisCounterStore } from "../../db/counter-store.js";
 import { createRateLimiter, type RateLimiter } from "../../plugins/host/rate-limit.js";
 import { optionalText } from "../forms.js";
 import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
+import { checkRequest, type RequestCheck } from "../request-check.js";
 
 /**
  * `/device`: where the owner confirms a `tether-host` asking to connect (RFC 8628's verification
@@ -16,6 +20,11 @@ import { wantsFragment } from "../render.js";
  * better-auth (`GET /api/auth/device`, which also claims the code for this account), shows what is
  * asking (name, platform, version, address, time), then approves or denies through better-auth's
  * own endpoints. Inside the guarded context; every step works without JavaScript.
+ *
+ * Everything the device sent is shown as the device's claim: its name quoted and labelled as the name it gave
+ * itself, with a warning when that name pretends to be the owner's own machine. What the server knows is shown
+ * beside it: how long ago the request was made, and whether it came from the owner's network (request-check.ts),
+ * with a prominent warning when it did not, or is old.
  */
 
 const UserCodeQuery = Type.Object({ user_code: optionalText(40) });
@@ -29,6 +38,7 @@ type Outcome = "approved" | "denied";
 interface PanelState {
   userCode?: string;
   request?: DeviceRequestDetails;
+  check?: RequestCheck;
   outcome?: Outcome;
   error?: string;
 }
@@ -47,7 +57,21 @@ function normalizeUserCode(raw: string): string {
   return bare.length === 8 ? `${bare.slice(0, 4)}-${bare.slice(4)}` : bare;
 }
 
-export function deviceApprovalPage(options: { limiter?: RateLimiter } = {}): FastifyPluginAsync {
+export interface DeviceApprovalPageOptions {
+  /** Counts wrong codes; overrides `redis`. */
+  limiter?: RateLimiter;
+  /**
+   * Count wrong codes in this Redis, shared by every replica (the app passes the one it counts
+   * sign-ins in). Without it, and without `limiter`, each process counts alone: behind several
+   * replicas an account could try the limit on each of them.
+   */
+  redis?: Redis;
+}
+
+/** Where the shared counters live in Redis (one key per account, expiring with its window). */
+const REDIS_PREFIX = "tether:device-code:";
+
+export function deviceApprovalPage(options: DeviceApprovalPageOptions = {}): FastifyPluginAsync {
   return fp(deviceApproval(options), {
     name: "tether-device-approval-page",
     fastify: "5.x",
@@ -56,19 +80,23 @@ export function deviceApprovalPage(options: { limiter?: RateLimiter } = {}): Fas
   });
 }
 
-function deviceApproval(options: { limiter?: RateLimiter }): FastifyPluginAsync {
+function deviceApproval(options: DeviceApprovalPageOptions): FastifyPluginAsync {
   return async (instance) => {
     const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
     const auth = deviceAuthorizationApi(fastify.tetherAuth);
-    const limiter = options.limiter ?? createRateLimiter(CODE_ENTRY_LIMIT);
+    const limiter =
+      options.limiter ?? createRateLimiter(CODE_ENTRY_LIMIT, options.redis ? createRedisCounterStore(options.redis, { prefix: REDIS_PREFIX }) : undefined);
 
     const show = (request: FastifyRequest, reply: FastifyReply, state: PanelState, status = 200) =>
-      reply.code(status).render(wantsFragment(request) ? "device/panel" : "device/page", { title: "Connect a device", ...state });
+      reply.code(status).tetherRender(wantsFragment(request) ? "device/panel" : "device/page", { title: "Connect a device", ...state });
 
     /** The pending request behind a code, claimed for this account; a refusal explains itself. */
     const lookUp = async (request: FastifyRequest, userCode: string): Promise<{ details: DeviceRequestDetails } | { error: string; status: number }> => {
       const key = `device-code:${signedInUser(request).id}`;
-      const retryIn = await limiter.hit(key);
+      // A limit that cannot be checked is never skipped: the page says to try again shortly (503).
+      const retryIn = await limiter.hit(key).catch((error: unknown) => {
+        throw new HttpError(503, "RATE_LIMIT_UNAVAILABLE", "Entering codes is unavailable for a moment (the rate limit cannot be checked); try again shortly", { cause: error });
+      });
       if (retryIn > 0) return { error: `Too many codes tried. Wait ${Math.ceil(retryIn / 60)} minute(s), then try again.`, status: 429 };
       try {
         const found = await auth.deviceVerify({ query: { user_code: userCode }, headers: toWebHeaders(request.headers) });
@@ -76,7 +104,8 @@ function deviceApproval(options: { limiter?: RateLimiter }): FastifyPluginAsync 
         if (found.status !== "pending" || found.device_name === undefined) {
           return { error: found.status === "pending" ? explain(new APIError("BAD_REQUEST")) : "That code was already used. Start tether-host again for a new one.", status: 400 };
         }
-        await limiter.refund(key);
+        // A refund that fails only leaves one extra count in the window.
+        await limiter.refund(key).catch((error: unknown) => request.log.warn({ err: error }, "device code limit refund failed"));
         return { details: found as DeviceRequestDetails };
       } catch (error) {
         if (error instanceof APIError) return { error: explain(error), status: 400 };
@@ -90,7 +119,7 @@ function deviceApproval(options: { limiter?: RateLimiter }): FastifyPluginAsync 
       const userCode = normalizeUserCode(raw);
       const found = await lookUp(request, userCode);
       if ("error" in found) return show(request, reply, { userCode, error: found.error }, found.status);
-      return show(request, reply, { userCode, request: found.details });
+      return show(request, reply, { userCode, request: found.details, check: checkRequest(found.details, request.ip) });
     });
 
     const decide = (outcome: Outcome) =>

@@ -2,27 +2,21 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-// Only package entries: this plugin is what an embedding team would write against tether/host.
-import { HttpError, notFound, redirectTo } from "../../http/index.js";
-import {
-  HostError,
-  hostCaller,
-  hostPerson,
-  hostRefusal,
-  openSseStream,
-  rethrowAsHttpError,
-  shownPart,
-  type DeviceView,
-  type proposals,
-  type ShownDiff,
-  type SseStream,
-} from "../../plugins/host/index.js";
-import { agentVersion, isOlderVersion } from "../../protocol/index.js";
+import { redirectTo } from "../../http/error-handler.js";
+import { notFound, unauthorized } from "../../http/errors.js";
+import { hostCaller, hostPerson } from "../../plugins/host/callers.js";
+import { MAX_SHOWN_DIFF_BYTES, sharedLimits } from "../../plugins/host/diff-limits.js";
+import { HostError, hostRefusal, rethrowAsHttpError } from "../../plugins/host/errors.js";
+import type { DeviceView } from "../../plugins/host/service.js";
+import { openSseStream, type SseStream } from "../../plugins/host/sse-channel.js";
+import { agentVersion, isOlderVersion } from "../../protocol/versions.js";
 import { signedInUser } from "../guard.js";
+import { installCommands, platformLabel, unavailablePlatforms } from "../install-commands.js";
 import { wantsFragment } from "../render.js";
-import { diffLines, formFields, readForm, type FormBody } from "../schema-form.js";
-
-type Proposal = proposals.Proposal;
+import { decidedView, proposalView, type DecidedView, type ProposalView } from "../proposal-view.js";
+import { formAction, formFields, readForm, type FormAction, type FormBody } from "../schema-form.js";
+import { proposalPages } from "./proposal-pages.js";
+import { resultView, type ResultView } from "../result-view.js";
 
 /**
  * `/devices`: the owner's devices (online or last seen), pairing, revoking, running any tool through
@@ -36,12 +30,13 @@ type Proposal = proposals.Proposal;
 const DEVICES_PATH = "/devices";
 const EVENTS_KEEP_ALIVE_MS = 25_000;
 /**
- * Live-update streams one user may hold open in this process (one per open /devices tab). The next one
- * is refused with 429 rather than closing the oldest: closing would make two tabs over the cap take the
- * slot from each other on every reconnect, while a refused tab still works, only without live updates,
- * and a closed tab frees its slot when its connection ends.
+ * Pending proposals on one page. With the diffs sharing one diff's render limits (`sharedLimits`) and
+ * summaries bounded by the protocol, a page stays bounded in size and render time however many
+ * proposals wait and whatever their devices sent.
  */
-export const MAX_LIVE_STREAMS_PER_USER = 16;
+export const PROPOSALS_PER_PAGE = 10;
+/** Decided proposals listed under the pending ones. */
+export const RECENT_DECISIONS = 10;
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const DeviceParams = Type.Object({ id: Id });
@@ -50,14 +45,16 @@ const PageQuery = Type.Object({
   device: Type.Optional(Id),
   tool: Type.Optional(Type.String({ maxLength: 128 })),
   notice: Type.Optional(Type.String({ maxLength: 20 })),
+  /** The proposals panel's page: the cursor its "next" link carries. */
+  proposals: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
 });
+const PanelQuery = Type.Object({ cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
 /** Form fields are strings (or repeated strings); the tool's schema says what they mean. */
 const ToolForm = Type.Record(Type.String({ maxLength: 200 }), Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 100 })]));
 
 const NOTICES: Record<string, string> = {
   revoked: "Device revoked. Its credential no longer works.",
-  applied: "Change applied.",
-  rejected: "Proposal rejected.",
+  acknowledged: "Device confirmed as yours: it is no longer marked new.",
 };
 
 /** What the tool panel shows: the form, and the last run's outcome. */
@@ -68,20 +65,19 @@ interface ToolPanel {
   error?: string;
   errorField?: string;
   result?: string;
+  /** The result as people read it (a table, numbered lines, labelled values), beside the raw JSON. */
+  view?: ResultView;
   proposal?: ProposalView;
 }
 
-interface ProposalView extends Proposal {
-  deviceName: string;
-  /** The lines a page renders: the start of the diff only, when it is over the shown limits. */
-  lines: ReturnType<typeof diffLines>;
-  shown: Omit<ShownDiff, "text">;
-}
-
-/** A proposal as a page shows it: its diff cut to what a page may render (see diff-limits.ts). */
-function proposalView(proposal: Proposal, deviceName: string): ProposalView {
-  const { text, ...shown } = shownPart(proposal.diff);
-  return { ...proposal, deviceName, lines: diffLines(text), shown };
+/** The proposals panel: one page of them, how many wait in all, and where the next page starts. */
+interface ProposalPanel {
+  proposals: ProposalView[];
+  /** The latest decided, failed and expired ones, newest first. */
+  recent: DecidedView[];
+  total: number;
+  cursor: string | undefined;
+  nextCursor: string | null;
 }
 
 const routes: FastifyPluginAsync = async (instance) => {
@@ -98,12 +94,22 @@ const routes: FastifyPluginAsync = async (instance) => {
 
   const userId = (request: FastifyRequest) => signedInUser(request).id;
 
-  const proposalViews = async (owner: string, devices: DeviceView[]): Promise<ProposalView[]> => {
+  /** One page of pending proposals: only the start of each diff is read, and the page's diffs share one diff's limits. */
+  const proposalPanel = async (owner: string, devices: DeviceView[], cursor?: string): Promise<ProposalPanel> => {
     const names = new Map(devices.map((device) => [device.id, device.name]));
-    return (await service.pendingProposals(owner)).map((proposal) => proposalView(proposal, names.get(proposal.deviceId) ?? "device"));
+    const page = await service.pendingWithDiffs(owner, { cursor, limit: PROPOSALS_PER_PAGE, diffHeadChars: MAX_SHOWN_DIFF_BYTES });
+    const recent = await service.recentlyDecided(owner, RECENT_DECISIONS);
+    const limits = sharedLimits(page.proposals.map((proposal) => ({ bytes: proposal.diffBytes, lines: proposal.diffLines })));
+    return {
+      proposals: page.proposals.map((proposal, index) => proposalView(proposal, proposal.diffHead, names.get(proposal.deviceId) ?? "device", limits[index])),
+      recent: recent.map((proposal) => decidedView(proposal, names.get(proposal.deviceId) ?? "device")),
+      total: page.total,
+      cursor,
+      nextCursor: page.nextCursor,
+    };
   };
 
-  const toolPanel = async (owner: string, deviceId: string, toolName: string, submitted?: FormBody): Promise<ToolPanel> => {
+  const toolPanel = async (owner: string, deviceId: string, toolName: string, submitted?: FormBody, action?: FormAction): Promise<ToolPanel> => {
     let device: DeviceView;
     try {
       device = await service.device(owner, deviceId);
@@ -113,28 +119,44 @@ const routes: FastifyPluginAsync = async (instance) => {
     }
     const tool = device.tools.find((candidate) => candidate.name === toolName);
     if (!tool) throw notFound(`“${device.name}” has no tool named “${toolName.slice(0, 64)}”.`);
-    return { device, tool, fields: formFields(tool.inputSchema, submitted) };
+    return { device, tool, fields: formFields(tool.inputSchema, submitted, action) };
   };
 
-  /** The owner's devices, each running an older tether-host than the one on offer noted with it. */
+  /**
+   * The owner's devices, each running an older tether-host than the one on offer noted with it, and marked
+   * outdated below the server's minimum version.
+   */
   const listDevices = async (owner: string) => {
     const offered = await fastify.tetherHostDownloads.version();
+    const minimum = fastify.tetherHostMinimumVersion;
     return (await service.listDevices(owner)).map((device) => {
       const running = agentVersion(device.agent);
-      return { ...device, updateTo: running && isOlderVersion(running, offered) ? offered : undefined };
+      return {
+        ...device,
+        updateTo: running && isOlderVersion(running, offered) ? offered : undefined,
+        outdated: running !== undefined && minimum !== undefined && isOlderVersion(running, minimum) ? minimum : undefined,
+      };
     });
   };
 
+  /** The download card: each executable on offer with the command that starts it (device authorization, no code). */
+  const downloadsPanel = async () => {
+    const [listed, build] = await Promise.all([fastify.tetherHostDownloads.list(), fastify.tetherHostDownloads.buildStatus()]);
+    // An executable being built again (it was out of date) is not offered until the new one is there.
+    const downloads = build?.state === "preparing" ? listed.filter((download) => download.platform !== build.platform) : listed;
+    return { downloads, installCommands: installCommands(downloads, { baseURL }), build, unavailable: unavailablePlatforms(downloads), platformLabel };
+  };
+
   /** The whole page; any panel may carry extras (a pairing code, a tool run, a notice). */
-  const page = async (request: FastifyRequest, reply: FastifyReply, extras: Record<string, unknown> = {}) => {
+  const page = async (request: FastifyRequest, reply: FastifyReply, extras: Record<string, unknown> = {}, proposalsCursor?: string) => {
     const owner = userId(request);
     const devices = await listDevices(owner);
-    return reply.render("devices", {
+    return reply.tetherRender("devices/page", {
       title: "Devices",
       devices,
-      downloads: await fastify.tetherHostDownloads.list(),
+      ...(await downloadsPanel()),
       baseURL,
-      proposals: await proposalViews(owner, devices),
+      proposalPanel: await proposalPanel(owner, devices, proposalsCursor),
       pair: undefined,
       tool: undefined,
       notice: undefined,
@@ -146,38 +168,41 @@ const routes: FastifyPluginAsync = async (instance) => {
 
   /** The lists alone (what #devices-list and #proposals-list swap in). */
   const deviceItems = async (request: FastifyRequest, reply: FastifyReply) =>
-    reply.render("devices-items", { devices: await listDevices(userId(request)) });
+    reply.tetherRender("devices/items", { devices: await listDevices(userId(request)) });
 
-  const proposalItems = async (request: FastifyRequest, reply: FastifyReply) => {
+  const proposalItems = async (request: FastifyRequest, reply: FastifyReply, cursor?: string) => {
     const owner = userId(request);
-    return reply.render("devices-proposal-items", { proposals: await proposalViews(owner, await service.listDevices(owner)) });
+    return reply.tetherRender("devices/proposal-items", { proposalPanel: await proposalPanel(owner, await service.listDevices(owner), cursor) });
   };
 
   /** An action's answer for htmx: a notice, and a trigger that makes the list concerned refresh itself. */
   const answer = (reply: FastifyReply, topic: "devices" | "proposals", text: string, kind: "success" | "error" = "success") =>
-    reply.header("hx-trigger", `${topic}-changed`).render("devices-notice", { notice: text, kind });
+    reply.header("hx-trigger", `${topic}-changed`).tetherRender("devices/notice", { notice: text, kind });
 
   fastify.get(DEVICES_PATH, { schema: { querystring: PageQuery } }, async (request, reply) => {
-    const { device, tool, notice } = request.query;
+    const { device, tool, notice, proposals: cursor } = request.query;
     const panel = device && tool ? await toolPanel(userId(request), device, tool) : undefined;
     const message = notice ? NOTICES[notice] : undefined;
-    return page(request, reply, { tool: panel, notice: notice === "revoked" ? message : undefined, proposalNotice: notice !== "revoked" ? message : undefined });
+    const aboutDevices = notice === "revoked" || notice === "acknowledged";
+    return page(request, reply, { tool: panel, notice: aboutDevices ? message : undefined, proposalNotice: aboutDevices ? undefined : message }, cursor);
   });
 
-  fastify.get(`${DEVICES_PATH}/panel/live`, async (_request, reply) => reply.render("devices-live"));
+  // The download card alone: it polls itself while an executable is being prepared (devices-downloads.eta).
+  fastify.get(`${DEVICES_PATH}/panel/downloads`, async (_request, reply) => reply.tetherRender("devices/downloads", { baseURL, ...(await downloadsPanel()) }));
+  fastify.get(`${DEVICES_PATH}/panel/live`, async (_request, reply) => reply.tetherRender("devices/live"));
   fastify.get(`${DEVICES_PATH}/panel/devices`, async (request, reply) => deviceItems(request, reply));
-  fastify.get(`${DEVICES_PATH}/panel/proposals`, async (request, reply) => proposalItems(request, reply));
+  fastify.get(`${DEVICES_PATH}/panel/proposals`, { schema: { querystring: PanelQuery } }, async (request, reply) => proposalItems(request, reply, request.query.cursor));
 
   // Live updates: named events only ("devices", "proposals"); each panel re-fetches itself on its event.
-  const streamsPerUser = new Map<string, number>();
+  // One stream per open tab, counted against the user's and the browser session's stream caps: past
+  // them the new one is refused (429) rather than the oldest closed, since closing would make two tabs
+  // over the cap take the slot from each other on every reconnect, while a refused tab still works,
+  // only without live updates, and a closed tab frees its slot when its connection ends.
   fastify.get(`${DEVICES_PATH}/events`, async (request, reply) => {
     const owner = userId(request);
-    const open = streamsPerUser.get(owner) ?? 0;
-    if (open >= MAX_LIVE_STREAMS_PER_USER) {
-      reply.header("retry-after", String(Math.round(EVENTS_KEEP_ALIVE_MS / 1000)));
-      throw new HttpError(429, "TOO_MANY_STREAMS", `You already have ${open} live /devices pages open; close one, or reload this page later for live updates`);
-    }
-    streamsPerUser.set(owner, open + 1);
+    const session = (await request.getSession())?.session;
+    if (!session) throw unauthorized();
+    const lease = await fastify.tetherStreams.admit(reply, { kind: "live-view", userId: owner, credential: `session:${session.id}` });
     reply.hijack();
     const stream = openSseStream(reply.raw, EVENTS_KEEP_ALIVE_MS, { "cache-control": "no-store" });
     liveStreams.add(stream);
@@ -185,21 +210,16 @@ const routes: FastifyPluginAsync = async (instance) => {
     void stream.ended.then(() => {
       stop();
       liveStreams.delete(stream);
-      const left = (streamsPerUser.get(owner) ?? 1) - 1;
-      if (left > 0) streamsPerUser.set(owner, left);
-      else streamsPerUser.delete(owner);
+      lease.release();
     });
   });
 
   fastify.post(`${DEVICES_PATH}/pair`, async (request, reply) => {
     const { userId: owner } = await hostPerson(request);
     const minted = await service.mintPairingCode(owner);
-    const pair = {
-      code: minted.code,
-      expiresAt: minted.expiresAt,
-      command: `TETHER_SERVER_URL=${baseURL} TETHER_PAIRING_CODE=${minted.code} tether-host`,
-    };
-    if (wantsFragment(request)) return reply.render("devices-pair", { pair });
+    const downloads = await fastify.tetherHostDownloads.list();
+    const pair = { code: minted.code, expiresAt: minted.expiresAt, baseURL, commands: installCommands(downloads, { baseURL, pairingCode: minted.code }) };
+    if (wantsFragment(request)) return reply.tetherRender("devices/pair", { pair });
     return page(request, reply, { pair });
   });
 
@@ -207,7 +227,7 @@ const routes: FastifyPluginAsync = async (instance) => {
   fastify.get(`${DEVICES_PATH}/:id/revoke`, { schema: { params: DeviceParams } }, async (request, reply) => {
     const device = (await service.listDevices(userId(request))).find((d) => d.id === request.params.id);
     if (!device) throw notFound("You have no such device. It may have been revoked already.");
-    return reply.render("devices-revoke", { title: "Revoke device", device });
+    return reply.tetherRender("devices/revoke", { title: "Revoke device", device });
   });
 
   fastify.post(`${DEVICES_PATH}/:id/revoke`, { schema: { params: DeviceParams } }, async (request, reply) => {
@@ -219,19 +239,53 @@ const routes: FastifyPluginAsync = async (instance) => {
     return answer(reply, "devices", `“${device.name}” revoked. Its credential no longer works.`);
   });
 
-  fastify.get(`${DEVICES_PATH}/:id/tools/:tool`, { schema: { params: ToolParams } }, async (request, reply) => {
-    const panel = await toolPanel(userId(request), request.params.id, request.params.tool);
-    if (wantsFragment(request)) return reply.render("devices-tool", { tool: panel });
+  // A new device stays marked new (here and to MCP clients) until its owner says it is theirs.
+  fastify.post(`${DEVICES_PATH}/:id/acknowledge`, { schema: { params: DeviceParams } }, async (request, reply) => {
+    const { userId: owner } = await hostPerson(request);
+    const device = (await service.listDevices(owner)).find((d) => d.id === request.params.id);
+    if (!device) throw notFound("You have no such device. It may have been revoked.");
+    await service.acknowledge(owner, device.id);
+    if (!wantsFragment(request)) return redirectTo(request, reply, `${DEVICES_PATH}?notice=acknowledged`);
+    return answer(reply, "devices", `“${device.name}” confirmed as yours: it is no longer marked new.`);
+  });
+
+  // A read tool's link (a folder in a listing, "show more" of a file) runs it: `?arg.path=…` fills the form.
+  fastify.get(`${DEVICES_PATH}/:id/tools/:tool`, { schema: { params: ToolParams, querystring: ToolForm } }, async (request, reply) => {
+    const query = request.query;
+    const linked = Object.keys(query).some((key) => key.startsWith("arg."));
+    const caller = await hostCaller(request);
+    const panel = await toolPanel(caller.userId, request.params.id, request.params.tool, linked ? query : undefined);
+    if (linked && panel.tool.class === "read") {
+      const read = readForm(panel.tool.inputSchema, query);
+      if (read.ok) {
+        try {
+          const outcome = await service.call(caller, { deviceId: panel.device.id, tool: panel.tool.name, input: read.input });
+          if (outcome.kind === "result") setResult(panel, outcome.result, read.input);
+        } catch (error) {
+          const refusal = hostRefusal(error);
+          panel.error = `${refusal.message} (${refusal.code})`;
+          reply.code(refusal.statusCode);
+        }
+      } else {
+        panel.error = read.error;
+        panel.errorField = read.field;
+        reply.code(400);
+      }
+    }
+    if (wantsFragment(request)) return reply.tetherRender("devices/tool", { tool: panel });
     return page(request, reply, { tool: panel });
   });
 
   fastify.post(`${DEVICES_PATH}/:id/tools/:tool`, { schema: { params: ToolParams, body: ToolForm } }, async (request, reply) => {
     const caller = await hostCaller(request);
-    const panel = await toolPanel(caller.userId, request.params.id, request.params.tool, request.body);
+    // "Add another …" or "Remove": the same form again, values kept, with one item more or less; nothing runs.
+    const action = formAction(request.body);
+    const panel = await toolPanel(caller.userId, request.params.id, request.params.tool, request.body, action);
     const show = (status: number) => {
       reply.code(status);
-      return wantsFragment(request) ? reply.render("devices-tool", { tool: panel }) : page(request, reply, { tool: panel });
+      return wantsFragment(request) ? reply.tetherRender("devices/tool", { tool: panel }) : page(request, reply, { tool: panel });
     };
+    if (action) return show(200);
     const read = readForm(panel.tool.inputSchema, request.body);
     if (!read.ok) {
       panel.error = read.error;
@@ -241,10 +295,10 @@ const routes: FastifyPluginAsync = async (instance) => {
     try {
       const outcome = await service.call(caller, { deviceId: panel.device.id, tool: panel.tool.name, input: read.input });
       if (outcome.kind === "result") {
-        panel.result = JSON.stringify(outcome.result, null, 2);
+        setResult(panel, outcome.result, read.input);
         return show(200);
       }
-      panel.proposal = proposalView(outcome.proposal, panel.device.name);
+      panel.proposal = proposalView(outcome.proposal, outcome.proposal.diff ?? "", panel.device.name);
       return show(202);
     } catch (error) {
       // The API's status for the same refusal (504 DEVICE_TIMEOUT, 429 DEVICE_BUSY, 422 a tool's own error…).
@@ -254,48 +308,18 @@ const routes: FastifyPluginAsync = async (instance) => {
     }
   });
 
-  // The whole stored diff, for a proposal too large to show on the page: a download, never rendered.
-  fastify.get(`${DEVICES_PATH}/proposals/:id/diff`, { schema: { params: DeviceParams } }, async (request, reply) => {
-    const proposal = await service.proposal(userId(request), request.params.id).catch((error: unknown) => {
-      if (error instanceof HostError) throw notFound("You have no such proposal.");
-      throw error;
-    });
-    return reply
-      .type("text/plain; charset=utf-8")
-      .header("content-disposition", `attachment; filename="proposal-${proposal.id}.diff"`)
-      .send(proposal.diff);
-  });
-
-  for (const decision of ["approve", "reject"] as const) {
-    fastify.post(`${DEVICES_PATH}/proposals/:id/${decision}`, { schema: { params: DeviceParams } }, async (request, reply) => {
-      const caller = await hostPerson(request);
-      let outcome: { kind: "success" | "error"; text: string };
-      try {
-        if (decision === "approve") {
-          await service.approve(caller, request.params.id);
-          outcome = { kind: "success", text: "Change applied." };
-        } else {
-          await service.reject(caller, request.params.id);
-          outcome = { kind: "success", text: "Proposal rejected." };
-        }
-      } catch (error) {
-        const refusal = hostRefusal(error);
-        outcome = { kind: "error", text: `${decision === "approve" ? "Not applied" : "Not rejected"}: ${refusal.message} (${refusal.code})` };
-        reply.code(refusal.statusCode);
-      }
-      if (!wantsFragment(request)) {
-        if (outcome.kind === "success") return redirectTo(request, reply, `${DEVICES_PATH}?notice=${decision === "approve" ? "applied" : "rejected"}`);
-        return page(request, reply, { proposalNotice: outcome.text, proposalNoticeKind: "error" });
-      }
-      return answer(reply, "proposals", outcome.text, outcome.kind);
-    });
-  }
+  await fastify.register(proposalPages);
 };
+
+function setResult(panel: ToolPanel, result: unknown, input: unknown): void {
+  panel.result = JSON.stringify(result, null, 2);
+  panel.view = resultView(panel.device.id, panel.tool.name, result, input);
+}
 
 /** The /devices pages, for `guardedPagesPlugin({ pages: [devicePages] })`. */
 export const devicePages = fp(routes, {
   name: "tether-device-pages",
   fastify: "5.x",
   encapsulate: true,
-  dependencies: ["tether-host", "tether-auth", "tether-page-render", "@fastify/formbody"],
+  dependencies: ["tether-host", "tether-streams", "tether-auth", "tether-page-render", "@fastify/formbody"],
 });

@@ -1,6 +1,6 @@
-import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import QRCode from "qrcode";
 import { redirectTo } from "../../http/error-handler.js";
@@ -51,7 +51,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
         : Promise.resolve([]),
     ]);
     const data = { title: "Security", twoFactorEnabled: account?.twoFactorEnabled === true, passkeysEnabled, passkeys, minPasswordLength: PASSWORD_MIN_LENGTH, ...extras };
-    return reply.render(wantsFragment(request) ? "settings/security-panel" : "settings/security", data);
+    return reply.tetherRender(wantsFragment(request) ? "settings/security-panel" : "settings/security", data);
   };
 
   /** A refusal shown in its section: 400 for a form problem, better-auth's status otherwise. */
@@ -107,7 +107,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     const qrSvg = setup.totpURI ? await QRCode.toString(setup.totpURI, { type: "svg", margin: 1, errorCorrectionLevel: "M" }) : undefined;
     const secret = setup.totpURI ? (new URL(setup.totpURI).searchParams.get("secret") ?? undefined) : undefined;
     const data = { title: "Turn on two-factor", qrSvg, secret, backupCodes: setup.backupCodes, error: setup.error };
-    return reply.render(wantsFragment(request) ? "settings/two-factor-setup-panel" : "settings/two-factor-setup", data);
+    return reply.tetherRender(wantsFragment(request) ? "settings/two-factor-setup-panel" : "settings/two-factor-setup", data);
   };
 
   // Step 2: a code from the app proves it has the secret; only then is two-factor on.
@@ -129,17 +129,23 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     return redirectTo(request, reply, `${SECURITY_PATH}?notice=two-factor-off`);
   });
 
-  if (passkeysEnabled) {
-    fastify.post(`${SECURITY_PATH}/passkeys/:id/delete`, { schema: { params: PasskeyParams } }, async (request, reply) => {
-      const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/passkey/delete-passkey", body: { id: request.params.id } });
-      if (!response.ok) {
-        const failure = await readAuthFailure(response, "The passkey could not be removed");
-        return refuse(request, reply, "passkeys", failure.message, failure.status);
-      }
-      return redirectTo(request, reply, `${SECURITY_PATH}?notice=passkey-removed`);
-    });
-  }
+  if (passkeysEnabled) passkeyRemoval(fastify, refuse);
 };
+
+/** Removing a passkey (adding one is WebAuthn: the browser talks to better-auth's own routes). */
+function passkeyRemoval(fastify: FastifyInstance, refuse: Refuse): void {
+  fastify.withTypeProvider<TypeBoxTypeProvider>().post(`${SECURITY_PATH}/passkeys/:id/delete`, { schema: { params: PasskeyParams } }, async (request, reply) => {
+    const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/passkey/delete-passkey", body: { id: request.params.id } });
+    if (!response.ok) {
+      const failure = await readAuthFailure(response, "The passkey could not be removed");
+      return refuse(request, reply, "passkeys", failure.message, failure.status);
+    }
+    return redirectTo(request, reply, `${SECURITY_PATH}?notice=passkey-removed`);
+  });
+}
+
+/** Shows the security page again with a refusal in one section. */
+type Refuse = (request: FastifyRequest, reply: FastifyReply, section: Section, message: string, status?: number) => Promise<unknown>;
 
 export const securityPages = fp(routes, {
   name: "tether-security-pages",

@@ -15,7 +15,7 @@ const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 2
 const SessionsQuery = Type.Object({ notice: optionalText(20) });
 const NOTICES = new Map([
   ["revoked", "That session is signed out."],
-  ["others", "Every other session is signed out."],
+  ["others", "Every other session is signed out, and MCP clients you allowed must connect again."],
 ]);
 const GONE = "That session does not exist any more. It may have been signed out already.";
 
@@ -24,6 +24,7 @@ const GONE = "That session does not exist any more. It may have been signed out 
  * when created and last active) and sign-out of one session or all the others. better-auth deletes
  * the rows; the database trigger on `session` tells every replica's session cache, and this process
  * forgets the user's cached sessions at once, so a revoked session fails its very next request.
+ * Signing out the others also revokes every OAuth token of the user (src/plugins/mcp/oauth-revocation.ts).
  */
 const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   const db = fastify.tetherDb;
@@ -33,7 +34,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   const showSessions = async (request: FastifyRequest, reply: FastifyReply, notice?: string, error?: string) => {
     const user = signedInUser(request);
     const sessions = await listUserSessions(db, user.id, await currentSessionId(request));
-    return reply.render(wantsFragment(request) ? "settings/sessions-panel" : "settings/sessions", { title: "Sessions", sessions, notice, error });
+    return reply.tetherRender(wantsFragment(request) ? "settings/sessions-panel" : "settings/sessions", { title: "Sessions", sessions, notice, error });
   };
 
   const revoked = (request: FastifyRequest) => notifyUserChanged(fastify.tetherAuth, signedInUser(request).id);

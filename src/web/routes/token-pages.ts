@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
-import { notFound } from "../../http/errors.js";
+import { HttpError, notFound } from "../../http/errors.js";
 import { API_TOKEN_LIMITS, type CreatedApiToken } from "../../plugins/session/api-tokens.js";
 import { optionalText, type FormState } from "../forms.js";
 import { signedInUser } from "../guard.js";
@@ -34,7 +34,21 @@ interface PanelExtras {
   focusNotice?: boolean;
 }
 
-type TokenInput = { name: string; scopes: string[]; expiresInDays: number | undefined };
+type TokenInput = { name: string; scopes: string[]; expiresInDays: number | undefined; grants?: Record<string, string[]> };
+
+/** A grant kind's field on the form (`grants.devices`): one value per ticked box. */
+const grantField = (kind: string) => `grants.${kind}`;
+
+/** The ticked ids of each grant kind; none ticked is no limit of that kind. */
+function readGrants(body: Record<string, unknown>, kinds: readonly string[]): Record<string, string[]> | undefined {
+  const grants: Record<string, string[]> = {};
+  for (const kind of kinds) {
+    const raw = body[grantField(kind)];
+    const ids = (Array.isArray(raw) ? raw : [raw]).filter((id): id is string => typeof id === "string" && id !== "");
+    if (ids.length > 0) grants[kind] = ids;
+  }
+  return Object.keys(grants).length > 0 ? grants : undefined;
+}
 
 /** Checks the create form; the first problem is returned with the field it is about. */
 function readTokenForm(body: { name?: string; expiresInDays?: string; scopes?: string }): TokenInput | FormState {
@@ -57,14 +71,20 @@ function readTokenForm(body: { name?: string; expiresInDays?: string; scopes?: s
 const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   /** The whole page, or only the panel for an htmx request. */
   const showTokens = async (request: FastifyRequest, reply: FastifyReply, extras: PanelExtras = {}) => {
+    const userId = signedInUser(request).id;
+    const kinds = fastify.tetherApiTokens.grants.kinds;
+    const grantChoices = await Promise.all(
+      kinds.map(async (kind) => ({ name: kind.name, field: grantField(kind.name), label: kind.label, hint: kind.hint, goneLabel: kind.goneLabel, choices: await kind.choices(userId) })),
+    );
     const data = {
       title: "API tokens",
-      tokens: await fastify.tetherApiTokens.list(signedInUser(request).id),
+      tokens: await fastify.tetherApiTokens.list(userId),
+      grantChoices,
       expiryChoices: EXPIRY_CHOICES,
       form: { values: {} },
       ...extras,
     };
-    return reply.render(wantsFragment(request) ? "settings/tokens-panel" : "settings/tokens", data);
+    return reply.tetherRender(wantsFragment(request) ? "settings/tokens-panel" : "settings/tokens", data);
   };
 
   const findOwnToken = async (request: FastifyRequest<{ Params: { id: string } }>) => {
@@ -80,14 +100,20 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post(TOKENS_PATH, { schema: { body: CreateTokenForm } }, async (request, reply) => {
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
-    const created = await fastify.tetherApiTokens.create({ userId: signedInUser(request).id, ...input });
+    const grants = readGrants(request.body, fastify.tetherApiTokens.grants.kinds.map((kind) => kind.name));
+    const created = await fastify.tetherApiTokens.create({ userId: signedInUser(request).id, ...input, ...(grants ? { grants } : {}) }).catch((error: unknown) => {
+      // A device removed in another window since the form was shown: said on the form, not as an error page.
+      if (error instanceof HttpError && error.statusCode === 400) return { values: request.body, error: error.message, errorField: "grants" } satisfies FormState;
+      throw error;
+    });
+    if ("values" in created) return showTokens(request, reply.code(400), { form: created });
     // The value is in this response and nowhere else: it is never stored, and the page is no-store.
     return showTokens(request, reply, { created });
   });
 
   // Without JavaScript, "Revoke" opens this confirmation page; with htmx, hx-confirm asks instead.
   fastify.get(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) =>
-    reply.render("settings/revoke-token", { title: "Revoke token", token: await findOwnToken(request) }),
+    reply.tetherRender("settings/revoke-token", { title: "Revoke token", token: await findOwnToken(request) }),
   );
 
   fastify.post(`${TOKENS_PATH}/:id/revoke`, { schema: { params: TokenParams } }, async (request, reply) => {

@@ -4,10 +4,11 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { redirectTo } from "../../http/error-handler.js";
 import { optionalText, readAuthFailure } from "../forms.js";
 import { wantsFragment } from "../render.js";
+import { RETURN_PARAM, RETURN_PATH_MAX_LENGTH, safeReturnPath } from "../return-path.js";
 
 export const TWO_FACTOR_LOGIN_PATH = "/login/two-factor";
-const CodeBody = Type.Object({ code: optionalText(40), method: optionalText(10) });
-const MethodQuery = Type.Object({ method: optionalText(10) });
+const CodeBody = Type.Object({ code: optionalText(40), method: optionalText(10), next: optionalText(RETURN_PATH_MAX_LENGTH) });
+const MethodQuery = Type.Object({ method: optionalText(10), next: optionalText(RETURN_PATH_MAX_LENGTH) });
 type Method = "totp" | "backup";
 
 /** The endpoint that checks each kind of code, and how the form asks for it. */
@@ -29,28 +30,34 @@ export interface TwoFactorLoginOptions {
  * the session. Registered inside the guest-only pages (signed-in visitors are sent home).
  */
 export const twoFactorLogin: FastifyPluginAsyncTypebox<TwoFactorLoginOptions> = async (fastify, options) => {
-  const show = (request: FastifyRequest, reply: FastifyReply, method: Method, error?: string) =>
-    reply.render(wantsFragment(request) ? "auth/two-factor-form" : "auth/two-factor", {
+  const show = (request: FastifyRequest, reply: FastifyReply, method: Method, next: string | undefined, error?: string) =>
+    reply.tetherRender(wantsFragment(request) ? "auth/two-factor-form" : "auth/two-factor", {
       title: "Two-factor authentication",
       method,
       field: METHODS[method],
       error,
+      // The page that asked for the sign-in, carried through this step (return-path.ts).
+      next,
+      nextQuery: next ? `&${RETURN_PARAM}=${encodeURIComponent(next)}` : "",
     });
 
-  fastify.get(TWO_FACTOR_LOGIN_PATH, { schema: { querystring: MethodQuery } }, async (request, reply) => show(request, reply, methodOf(request.query.method)));
+  fastify.get(TWO_FACTOR_LOGIN_PATH, { schema: { querystring: MethodQuery } }, async (request, reply) =>
+    show(request, reply, methodOf(request.query.method), safeReturnPath(request.query.next)),
+  );
 
   fastify.post(TWO_FACTOR_LOGIN_PATH, { schema: { body: CodeBody } }, async (request, reply) => {
     const method = methodOf(request.body.method);
+    const next = safeReturnPath(request.body.next);
     const code = (request.body.code ?? "").replace(/\s+/g, "");
-    if (!METHODS[method].pattern.test(code)) return show(request, reply.code(400), method, METHODS[method].hint);
+    if (!METHODS[method].pattern.test(code)) return show(request, reply.code(400), method, next, METHODS[method].hint);
     const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: METHODS[method].path, body: { code } });
-    if (response.ok) return redirectTo(request, reply, options.homePath);
+    if (response.ok) return redirectTo(request, reply, next ?? options.homePath);
     const failure = await readAuthFailure(response, "The code could not be checked");
     // No challenge (expired, used up, or never started): the password step starts again.
     if (failure.code === "INVALID_TWO_FACTOR_COOKIE" || failure.code === "TOO_MANY_ATTEMPTS_REQUEST_NEW_CODE") {
-      return redirectTo(request, reply, "/login?reset=two-factor");
+      return redirectTo(request, reply, `/login?reset=two-factor${next ? `&${RETURN_PARAM}=${encodeURIComponent(next)}` : ""}`);
     }
     const message = failure.code === "INVALID_CODE" || failure.code === "INVALID_BACKUP_CODE" ? "That code is not correct. Try again." : failure.message;
-    return show(request, reply.code(failure.status), method, message);
+    return show(request, reply.code(failure.status), method, next, message);
   });
 };

@@ -1,0 +1,190 @@
+import { randomBytes } from "node:crypto";
+import type { Readable } from "node:stream";
+import type { Kysely } from "kysely";
+import type { Database } from "../../../db/schema.js";
+import type { SignedStateKey } from "../../../crypto/signed-state.js";
+import * as repo from "./repository.js";
+import { newNonce, signGrant, verifyGrant } from "./signed-url.js";
+import { BlobError, SHA256_HEX, type BlobStore, type ByteRange } from "./store.js";
+import type { BlobRecord, NewBlob } from "./repository.js";
+
+/** Defaults, documented in docs/blobs.md. */
+export const DEFAULT_BLOB_RETENTION_MS = 24 * 3_600_000;
+export const DEFAULT_BLOB_QUOTA_BYTES = 10 * 1024 ** 3;
+export const DEFAULT_BLOB_URL_TTL_MS = 15 * 60_000;
+/** The largest blob accepted at all (a quota may be smaller). */
+export const MAX_BLOB_BYTES = 64 * 1024 ** 3;
+
+export interface BlobServiceOptions {
+  db: Kysely<Database>;
+  store: BlobStore;
+  key: SignedStateKey;
+  /** The server's public base address, for the URLs handed out. */
+  baseURL: string;
+  retentionMs?: number;
+  quotaBytes?: number;
+  urlTtlMs?: number;
+}
+
+/** A blob as the API shows it: `url` is a signed download URL until `expiresAt`. */
+export interface BlobHandle {
+  id: string;
+  size: number;
+  digest: string;
+  contentType: string;
+  url: string;
+  expiresAt: string;
+}
+
+export type BlobSpec = Omit<NewBlob, "id" | "expiresAt">;
+
+/**
+ * Blobs without HTTP: made (within the owner's quota), handed out as signed URLs, filled once through a
+ * single-use upload URL whose bytes must match the announced size and digest, read back whole or by range,
+ * and swept after the retention. A store fault is a `BlobError` the routes map to 503/507.
+ */
+export function createBlobService(options: BlobServiceOptions) {
+  const { db, store, key } = options;
+  const retentionMs = options.retentionMs ?? DEFAULT_BLOB_RETENTION_MS;
+  const quotaBytes = options.quotaBytes ?? DEFAULT_BLOB_QUOTA_BYTES;
+  const urlTtlMs = options.urlTtlMs ?? DEFAULT_BLOB_URL_TTL_MS;
+  const base = options.baseURL.replace(/\/$/, "");
+  const urlFor = (id: string, token: string) => `${base}/api/host/blobs/${id}?t=${encodeURIComponent(token)}`;
+  /** A URL never outlives its blob. */
+  const urlExpiry = (blob: BlobRecord) => new Date(Math.min(Date.now() + urlTtlMs, blob.expiresAt.getTime()));
+
+  async function create(spec: BlobSpec): Promise<BlobRecord> {
+    if (!Number.isSafeInteger(spec.size) || spec.size < 0) throw new BlobError("BLOB_SIZE_MISMATCH", "A blob's size is a whole number of bytes");
+    if (!SHA256_HEX.test(spec.digest)) throw new BlobError("BLOB_DIGEST_MISMATCH", "A blob's digest is a sha256 in lower-case hex");
+    if (spec.size > Math.min(MAX_BLOB_BYTES, quotaBytes)) {
+      throw new BlobError("BLOB_TOO_LARGE", `A blob may be at most ${Math.min(MAX_BLOB_BYTES, quotaBytes)} bytes; this one is ${spec.size}`);
+    }
+    const blob: NewBlob = { ...spec, id: `b_${randomBytes(16).toString("base64url")}`, expiresAt: new Date(Date.now() + retentionMs) };
+    if (!(await repo.insertWithinQuota(db, blob, quotaBytes))) {
+      const used = await repo.usage(db, spec.userId);
+      throw new BlobError("BLOB_QUOTA_EXCEEDED", `Your blobs take ${used} of your ${quotaBytes} bytes; this one (${spec.size}) does not fit. Blobs expire after ${Math.round(retentionMs / 3_600_000)} h.`);
+    }
+    return { ...blob, createdAt: new Date(), complete: false };
+  }
+
+  /** The blob's row, if `userId` owns it (another user's blob is "not found", as devices are). */
+  async function owned(userId: string, id: string): Promise<BlobRecord> {
+    const blob = await repo.findBlob(db, id);
+    if (!blob || blob.userId !== userId || blob.expiresAt.getTime() <= Date.now()) throw new BlobError("BLOB_NOT_FOUND", "You have no blob with this id (it may have expired)");
+    return blob;
+  }
+
+  function handle(blob: BlobRecord): BlobHandle {
+    const expiresAt = urlExpiry(blob);
+    const token = signGrant(key, { blobId: blob.id, direction: "get", size: blob.size, digest: blob.digest, userId: blob.userId }, expiresAt);
+    return { id: blob.id, size: blob.size, digest: blob.digest, contentType: blob.contentType, url: urlFor(blob.id, token), expiresAt: expiresAt.toISOString() };
+  }
+
+  /** A fresh single-use upload URL; the previous one (a failed attempt's) stops working. */
+  async function uploadUrl(blob: BlobRecord): Promise<{ url: string; expiresAt: string }> {
+    const nonce = newNonce();
+    if (!(await repo.setUploadNonce(db, blob.id, nonce))) throw new BlobError("BLOB_URL_USED", "This blob is already complete; it takes no more uploads");
+    const expiresAt = urlExpiry(blob);
+    const token = signGrant(key, { blobId: blob.id, direction: "put", size: blob.size, digest: blob.digest, userId: blob.userId, nonce }, expiresAt);
+    return { url: urlFor(blob.id, token), expiresAt: expiresAt.toISOString() };
+  }
+
+  /** The blob a signed URL names, checked against its row: same owner, size and digest, not expired. */
+  async function granted(id: string, token: string | undefined, direction: "get" | "put", callerUserId?: string): Promise<{ blob: BlobRecord; nonce?: string }> {
+    const grant = verifyGrant(key, token, id, direction);
+    const blob = await repo.findBlob(db, id);
+    if (!blob || blob.expiresAt.getTime() <= Date.now()) throw new BlobError("BLOB_NOT_FOUND", "This blob is gone (expired or deleted)");
+    if (blob.userId !== grant.userId || blob.size !== grant.size || blob.digest !== grant.digest) {
+      throw new BlobError("BLOB_URL_INVALID", "This URL does not match the blob it names");
+    }
+    if (callerUserId !== undefined && callerUserId !== blob.userId) throw new BlobError("BLOB_WRONG_USER", "This blob URL was made for another user");
+    return { blob, ...(grant.nonce ? { nonce: grant.nonce } : {}) };
+  }
+
+  /**
+   * An upload through a signed URL: used once (a second use, or a URL replaced by a newer one, is refused),
+   * kept only if the bytes match. A failed upload leaves the blob incomplete: a new upload URL starts over.
+   */
+  async function receive(id: string, token: string | undefined, body: Readable, callerUserId?: string): Promise<BlobRecord> {
+    const { blob, nonce } = await granted(id, token, "put", callerUserId);
+    if (blob.complete) throw new BlobError("BLOB_URL_USED", "This blob is already complete; the upload URL was used");
+    if (!nonce || !(await repo.claimUpload(db, id, nonce))) throw new BlobError("BLOB_URL_USED", "This upload URL was already used (or replaced by a newer one)");
+    await store.put(id, body, { size: blob.size, digest: blob.digest });
+    await repo.markComplete(db, id);
+    return { ...blob, complete: true };
+  }
+
+  /** Checks a direct upload (to a bucket) landed whole, and marks the blob complete. */
+  async function confirmDirect(blob: BlobRecord): Promise<boolean> {
+    const stored = await store.stat?.(blob.id);
+    if (!stored || stored.size !== blob.size) return false;
+    await repo.markComplete(db, blob.id);
+    return true;
+  }
+
+  const fromDevice = deviceFetches(db);
+
+  async function open(blob: BlobRecord, range?: ByteRange): Promise<Readable> {
+    if (!blob.complete) throw new BlobError("BLOB_INCOMPLETE", "This blob's upload did not complete; ask for it again to start over");
+    return store.open(blob.id, range);
+  }
+
+  async function deleteForDevice(deviceId: string): Promise<void> {
+    await removeBytes(store, await repo.deleteForDevice(db, deviceId));
+  }
+
+  return { store, retentionMs, quotaBytes, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
+}
+
+export type BlobService = ReturnType<typeof createBlobService>;
+
+async function removeBytes(store: BlobStore, ids: string[]): Promise<void> {
+  for (const id of ids) await store.delete(id).catch(() => {});
+}
+
+/** Expired blobs, those of revoked devices and deactivated owners, and bytes whose row is gone. */
+async function sweepBlobs(db: Kysely<Database>, store: BlobStore): Promise<{ deleted: number; orphans: number }> {
+  let deleted = 0;
+  for (let batch = 0; batch < 20; batch++) {
+    const ids = await repo.deleteStale(db);
+    await removeBytes(store, ids);
+    deleted += ids.length;
+    if (ids.length < 500) break;
+  }
+  const orphans: string[] = [];
+  let page: string[] = [];
+  const flush = async () => {
+    const kept = await repo.existing(db, page);
+    orphans.push(...page.filter((id) => !kept.has(id)));
+    page = [];
+  };
+  for await (const id of store.ids()) {
+    page.push(id);
+    if (page.length >= 500) await flush();
+  }
+  await flush();
+  await removeBytes(store, orphans);
+  return { deleted, orphans: orphans.length };
+}
+
+/** How an incomplete device blob gets its bytes (the host plugin sets the fetcher); one attempt per blob at a time. */
+function deviceFetches(db: Kysely<Database>) {
+  let fetcher: ((blob: BlobRecord) => Promise<void>) | undefined;
+  const inFlight = new Map<string, Promise<BlobRecord>>();
+  function fetch(blob: BlobRecord): Promise<BlobRecord> {
+    if (!blob.deviceId || !fetcher) return Promise.reject(new BlobError("BLOB_INCOMPLETE", "This blob's bytes were never uploaded"));
+    let attempt = inFlight.get(blob.id);
+    if (!attempt) {
+      const run = fetcher;
+      attempt = (async () => {
+        await run(blob);
+        const fresh = await repo.findBlob(db, blob.id);
+        if (!fresh?.complete) throw new BlobError("BLOB_INCOMPLETE", "The device did not finish uploading this blob; ask for it again to start over");
+        return fresh;
+      })().finally(() => inFlight.delete(blob.id));
+      inFlight.set(blob.id, attempt);
+    }
+    return attempt;
+  }
+  return { fetch, set: (fn: (blob: BlobRecord) => Promise<void>) => (fetcher = fn) };
+}
