@@ -4,11 +4,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PGliteDialect, sql } from "kysely";
+import tap from "tap";
 import type { Migration } from "kysely/migration";
 import { openDatabase, type DatabaseHandle } from "../../src/db/connect.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
 import type { Database } from "../../src/db/schema.js";
 import { allMigrations } from "../../migrations/index.js";
+import { closeIdleDatabases, openPooledDatabase } from "./pglite-pool.js";
+import { runsInArea } from "./run-area.js";
 
 /** Which database the suite runs on: PostgreSQL when TEST_DATABASE_URL is set (CI), else PGlite. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined;
@@ -22,7 +25,7 @@ export const IN_CI = process.env.CI === "true" || process.env.CI === "1";
 export async function openTestDatabase(migrations: Record<string, Migration> = allMigrations): Promise<DatabaseHandle> {
   if (!TEST_DATABASE_URL) {
     const snapshot = migrations === allMigrations ? await migratedSnapshot() : undefined;
-    const handle = await openDatabase({ kind: "pglite-memory", snapshot });
+    const handle = snapshot ? await pooledDatabase(snapshot) : await openDatabase({ kind: "pglite-memory" });
     // On a snapshot this finds nothing to do; it still proves the snapshot is the current schema.
     await migrateToLatest(handle.db, migrations);
     return handle;
@@ -47,6 +50,15 @@ export async function openTestDatabase(migrations: Record<string, Migration> = a
       await handle.close();
     },
   };
+}
+
+let poolClosedAtEnd = false;
+/** A database from the pool (test/helpers/pglite-pool.ts), whose idle threads close when the process's tests end. */
+function pooledDatabase(snapshot: Blob): Promise<DatabaseHandle> {
+  // The area runner (test/helpers/run-area.ts) closes them after its last file; a file run alone, at its end.
+  if (!poolClosedAtEnd && !runsInArea()) tap.teardown(closeIdleDatabases);
+  poolClosedAtEnd = true;
+  return openPooledDatabase(snapshot);
 }
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

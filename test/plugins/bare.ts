@@ -96,11 +96,17 @@ function withTheirDependencies(names: string[], leaveOut?: string): Set<Dependen
 }
 
 let database: Promise<DatabaseHandle> | undefined;
-/** One database per test file, opened on first use and closed when the file ends. */
+/**
+ * One database per test file, opened on first use and closed when the file ends. Forgotten at close, so the
+ * next file in the same process (`npm test` runs an area's files in one) opens its own.
+ */
 export function fileDatabase(): Promise<DatabaseHandle> {
   if (!database) {
-    database = openTestDatabase();
-    tap.teardown(async () => (await database!).close());
+    const opened = (database = openTestDatabase());
+    tap.teardown(async () => {
+      if (database === opened) database = undefined;
+      await (await opened).close();
+    });
   }
   return database;
 }

@@ -1,0 +1,3 @@
+import { runArea } from "./helpers/run-area.js";
+
+await runArea("tools");
