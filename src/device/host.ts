@@ -69,20 +69,7 @@ export async function runHost(options: RunHostOptions): Promise<number> {
   const concurrency = Math.max(1, options.concurrency ?? env.concurrency);
   const backoff = options.backoff ?? { initialMs: 500, maxMs: 30_000 };
 
-  const stop = new AbortController();
-  if (options.signal) {
-    if (options.signal.aborted) stop.abort();
-    options.signal.addEventListener("abort", () => stop.abort(), { once: true });
-  }
-  const onSignal = (signal: NodeJS.Signals) => {
-    log(`tether-host: ${signal}, stopping`);
-    stop.abort();
-  };
-  if (options.handleSignals !== false) {
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  }
-
+  const stop = stopController(options, log);
   try {
     let scope: Scope;
     try {
@@ -106,17 +93,7 @@ export async function runHost(options: RunHostOptions): Promise<number> {
     const credential = await obtainCredential({ client, server, configDir, name, pairingCode: options.pairingCode ?? env.pairingCode, log, stop: stop.signal, backoff });
     if (typeof credential === "number") return credential;
     client.setToken(credential.token);
-    const state = new StateRecorder(configDir, {
-      pid: process.pid,
-      version: HOST_VERSION,
-      node: process.versions.node,
-      server,
-      deviceId: credential.deviceId,
-      startedAt: new Date().toISOString(),
-      connected: false,
-      since: new Date().toISOString(),
-      ...(process.env.TETHER_SERVICE ? { service: process.env.TETHER_SERVICE } : {}),
-    });
+    const state = stateRecorder(configDir, server, credential.deviceId);
     const updates = options.updates ?? { policy: env.update };
     const session = new HostSession({ client, request: requestThroughNetwork, server, configDir, credential, tools: options.tools, scope, concurrency, log, stop: stop.signal, backoff, updates, state });
     const code = await session.run();
@@ -124,11 +101,51 @@ export async function runHost(options: RunHostOptions): Promise<number> {
     await state.flush();
     return code;
   } finally {
-    if (options.handleSignals !== false) {
+    stop.release();
+  }
+}
+
+/**
+ * Aborts when the caller's signal does and, unless the caller handles signals itself, on SIGINT and
+ * SIGTERM; `release` removes the signal handlers again.
+ */
+function stopController(options: RunHostOptions, log: (line: string) => void): { signal: AbortSignal; release: () => void } {
+  const stop = new AbortController();
+  if (options.signal) {
+    if (options.signal.aborted) stop.abort();
+    options.signal.addEventListener("abort", () => stop.abort(), { once: true });
+  }
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`tether-host: ${signal}, stopping`);
+    stop.abort();
+  };
+  if (options.handleSignals !== false) {
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  }
+  return {
+    signal: stop.signal,
+    release: () => {
+      if (options.handleSignals === false) return;
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
-    }
-  }
+    },
+  };
+}
+
+/** What `tether-host status` reads: this process, the device, and whether it is connected (not yet). */
+function stateRecorder(configDir: string, server: string, deviceId: string): StateRecorder {
+  return new StateRecorder(configDir, {
+    pid: process.pid,
+    version: HOST_VERSION,
+    node: process.versions.node,
+    server,
+    deviceId,
+    startedAt: new Date().toISOString(),
+    connected: false,
+    since: new Date().toISOString(),
+    ...(process.env.TETHER_SERVICE ? { service: process.env.TETHER_SERVICE } : {}),
+  });
 }
 
 /** A tool as the server and the model see it: its description names the roots. */

@@ -2,10 +2,7 @@
  * No function is longer than 100 lines: one that long does more than one thing, and should be split
  * into functions a reader can hold in their head. Every function-like node with a body in src/**\/*.ts
  * counts (declarations, methods, arrows, function expressions), from its first line to its last, as
- * the TypeScript compiler parses it.
- *
- * `STILL_TO_SPLIT` lists the long functions known today (file, function name). They are printed, and
- * the list can only shrink: an entry whose function is gone or short again fails, so remove it.
+ * the TypeScript compiler parses it. A failure names the file, the function and its first line.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -15,16 +12,6 @@ import ts from "typescript";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const MAX_LINES = 100;
-
-/** `file: name`, the name as below (`<anon>` for a function with no name of its own nor of what holds it). */
-const STILL_TO_SPLIT = new Set([
-  "src/web/routes/devices-dashboard.ts: routes",
-  "src/plugins/host/service.ts: createHostService",
-  "src/plugins/host/device-routes.ts: deviceRoutes",
-  "src/plugins/host/device-routes.ts: <anon>",
-  "src/plugins/mcp/mcp-plugin.ts: <anon>",
-  "src/plugins/mcp/oauth.ts: mcpOAuthPlugins",
-]);
 
 /** A function's own name, else the name of the variable, property or method it is assigned to. */
 function nameOf(node: ts.SignatureDeclaration): string {
@@ -52,18 +39,8 @@ function longFunctions(file: string): Array<{ key: string; lines: number; line: 
 const files = execFileSync("git", ["ls-files", "src/*.ts"], { cwd: ROOT, encoding: "utf8" }).split("\n").filter(Boolean);
 t.ok(files.length > 100, `found the source files (${files.length})`);
 const long = files.flatMap(longFunctions);
-
-const known = long.filter(({ key }) => STILL_TO_SPLIT.has(key));
-if (known.length > 0) t.comment(`still to split:\n${known.map(({ key, lines, line }) => `  ${key} (line ${line}, ${lines} lines)`).join("\n")}`);
-
 t.same(
-  long.filter(({ key }) => !STILL_TO_SPLIT.has(key)).map(({ key, lines, line }) => `${key} (line ${line}): ${lines} lines`),
+  long.map(({ key, lines, line }) => `${key} (line ${line}): ${lines} lines`),
   [],
   `no function over ${MAX_LINES} lines`,
-);
-const stillLong = new Set(long.map(({ key }) => key));
-t.same(
-  [...STILL_TO_SPLIT].filter((key) => !stillLong.has(key)),
-  [],
-  "every exception is still needed (remove an entry once its function is split)",
 );

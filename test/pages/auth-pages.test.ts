@@ -1,6 +1,7 @@
 /**
  * The public pages over HTTP, as a browser without JavaScript (and htmx) would use them: sign-in,
- * sign-up, sign-out, password reset, the CSRF refusal, security headers, assets and error pages.
+ * sign-up, sign-out, the CSRF refusal, security headers, assets and error pages (password reset:
+ * password-reset.test.ts).
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -11,7 +12,7 @@ import { readAuthFailure } from "../../src/web/forms.js";
 import { browserClient, HTMX_HEADERS, startPagesApp, textOf } from "./support.js";
 
 const PASSWORD = "correct horse battery";
-const { app, url } = await startPagesApp(t);
+const { url } = await startPagesApp(t);
 
 /** A user made through the JSON API; returns a browser-like client that is signed out. */
 async function existingUser(name = "Ada Lovelace"): Promise<{ email: string; id: string }> {
@@ -305,52 +306,4 @@ t.test("a refused auth call without a message shows the generic text", async (t)
     status: 500,
     message: "Something went wrong on our side. Please try again.",
   });
-});
-
-t.test("password reset: request a link, follow it, choose a new password, sign in with it", async (t) => {
-  const { email } = await existingUser("Reset Me");
-  const client = browserClient(url);
-  const form = await client.get(`/forgot-password?email=${encodeURIComponent(email)}`);
-  t.match(await form.text(), new RegExp(`value="${email.replace(/[.+]/g, "\\$&")}"`), "the email can be carried over");
-
-  const sent = await client.request("POST", "/forgot-password", { form: { email } });
-  t.equal(sent.status, 200);
-  const sentText = textOf(await sent.text());
-  t.match(sentText, "If an account exists for");
-  t.match(sentText, `${email} , we have sent it a link`);
-  const unknown = await client.request("POST", "/forgot-password", { form: { email: uniqueEmail("nobody") } });
-  t.equal(unknown.status, 200, "the same answer for an unknown email: no account enumeration");
-  const invalid = await client.request("POST", "/forgot-password", { form: { email: "not-an-email" } });
-  t.equal(invalid.status, 400);
-  t.match(await invalid.text(), /role="alert"/);
-
-  const row = await app.tetherDb.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
-  const token = row.identifier.slice("reset-password:".length);
-  // The link sendResetPassword delivers: better-auth checks the token and redirects to our form.
-  const link = await client.get(`/api/auth/reset-password/${token}?callbackURL=${encodeURIComponent(`${url}/reset-password`)}`);
-  t.equal(link.status, 302);
-  t.equal(link.headers.get("location"), `${url}/reset-password?token=${token}`);
-
-  const page = await client.get(`/reset-password?token=${token}`);
-  const pageHtml = await page.text();
-  t.match(pageHtml, new RegExp(`<input type="hidden" name="token" value="${token}">`));
-  t.match(pageHtml, /autocomplete="new-password"/);
-
-  const short = await client.request("POST", "/reset-password", { form: { token, newPassword: "short" } });
-  t.equal(short.status, 400);
-  t.match(await short.text(), /aria-invalid="true"/);
-
-  const changed = await client.request("POST", "/reset-password", { form: { token, newPassword: "a much better password" } });
-  t.equal(changed.status, 303);
-  t.equal(changed.headers.get("location"), "/reset-password/done");
-  t.match(textOf(await (await client.get("/reset-password/done")).text()), "Your password has been changed");
-  t.equal((await client.request("POST", "/login", { form: { email, password: PASSWORD } })).status, 401, "the old password is gone");
-  t.equal((await client.request("POST", "/login", { form: { email, password: "a much better password" } })).status, 303);
-
-  const reused = await browserClient(url).request("POST", "/reset-password", { form: { token, newPassword: "yet another password" } });
-  t.equal(reused.status, 400);
-  t.match(textOf(await reused.text()), "This reset link is invalid or has expired.");
-  const bad = await browserClient(url).get("/reset-password?error=INVALID_TOKEN");
-  t.equal(bad.status, 400);
-  t.match(await bad.text(), /href="\/forgot-password">Request a new link/);
 });

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { bearerToken } from "../../http/bearer.js";
-import { describeError } from "../../http/error-handler.js";
-import { badRequest, HttpError } from "../../http/errors.js";
-import type { DeviceIdentity } from "./devices.js";
-import { HostError, rethrowAsHttpError, toHttpError } from "./errors.js";
+import { badRequest } from "../../http/errors.js";
+import { jsonResponses, NoContent } from "../../http/response-schemas.js";
+import { strictValidatorCompiler } from "../../http/strict-validator.js";
 import {
   duplicateToolName,
   EnrollBodySchema,
@@ -13,23 +12,18 @@ import {
   HelloReplySchema,
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
-  CallOutcomeSchema,
-  MAX_RESULT_BATCH_BYTES,
-  ResultBatchReplySchema,
-  ResultBatchSchema,
-  ResultParamsSchema,
   StreamEvent,
   UpdateReportSchema,
   type HelloReply,
   type ReadyEvent,
-  type ResultBatchReply,
 } from "../../protocol/index.js";
-import type { RateLimiter } from "./rate-limit.js";
+import { resultRoutes } from "./device-result-routes.js";
 import { recordUpdateReport } from "./device-updates.js";
-import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
+import type { DeviceIdentity } from "./devices.js";
+import { HostError, rethrowAsHttpError } from "./errors.js";
+import type { RateLimiter } from "./rate-limit.js";
+import type { HostService } from "./service.js";
 import { openSseStream } from "./sse-channel.js";
-import { jsonResponses, NoContent } from "../../http/response-schemas.js";
-import { strictValidatorCompiler } from "../../http/strict-validator.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -46,10 +40,6 @@ export interface DeviceRoutesOptions {
   /** The oldest tether-host the server supports, told to each device at hello (`MIN_HOST_VERSION`). */
   minimumHostVersion?: string;
 }
-
-
-/** Why a result is not taken: refused per result in a batch, where a single post answers 4xx. */
-const SETTLE_REFUSALS = new Set(["UNKNOWN_CALL", "WRONG_DEVICE", "RESULT_ALREADY_RECEIVED"]);
 
 /** Every device-facing request names the protocol version it speaks; the one check for it. */
 function checkProtocol(request: FastifyRequest): void {
@@ -68,11 +58,27 @@ function checkProtocol(request: FastifyRequest): void {
  * guard lets them through; the token is their only credential.
  */
 export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
-  const service = fastify.tetherHost;
   // Unknown fields are refused, not dropped (see src/http/strict-validator.ts).
   fastify.setValidatorCompiler(strictValidatorCompiler);
   fastify.setErrorHandler(rethrowAsHttpError);
+  await fastify.register(enrollRoute, options);
 
+  // The routes below authenticate with the device token.
+  await fastify.register(async (instance) => {
+    const authenticated = instance.withTypeProvider<TypeBoxTypeProvider>();
+    authenticated.decorateRequest("tetherDevice", null);
+    authenticated.addHook("onRequest", async (request) => {
+      checkProtocol(request);
+      request.tetherDevice = await deviceOf(authenticated.tetherHost, request.headers.authorization);
+    });
+    await authenticated.register(helloRoutes, options);
+    await authenticated.register(streamRoute, options);
+    await authenticated.register(resultRoutes);
+  });
+};
+
+/** Pairing: a pairing code for a device token, rate limited per address. */
+const enrollRoute: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
   fastify.post(
     "/api/host/enroll",
     {
@@ -91,138 +97,76 @@ export const deviceRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = asyn
     },
     async (request, reply) => {
       const { code, name, platform } = request.body;
-      const enrolled = await service.enroll({ code, name: name.trim() || "device", platform: platform.trim() || "unknown" });
+      const enrolled = await fastify.tetherHost.enroll({ code, name: name.trim() || "device", platform: platform.trim() || "unknown" });
       // Only failed attempts count against the address: a person pairing several machines is fine.
       // A refund that fails only leaves one extra count in the window.
       await options.enrollLimiter.refund(request.ip).catch((error: unknown) => request.log.warn({ err: error }, "enroll rate limit refund failed"));
       return reply.code(201).send(enrolled);
     },
   );
+};
 
-  // The routes below authenticate with the device token.
-  await fastify.register(async (instance) => {
-    const authenticated = instance.withTypeProvider<TypeBoxTypeProvider>();
-    authenticated.decorateRequest("tetherDevice", null);
-    authenticated.addHook("onRequest", async (request) => {
-      checkProtocol(request);
-      const token = bearerToken(request.headers.authorization);
-      if (token === undefined) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
-      const verdict = await service.verifyDeviceToken(token);
-      if (!verdict.ok) {
-        throw verdict.reason === "revoked"
-          ? new HostError("DEVICE_REVOKED", "This device's credential was revoked; pair the device again")
-          : new HostError("DEVICE_TOKEN_INVALID", "This device token is not valid; pair the device again");
-      }
-      request.tetherDevice = verdict.device;
-    });
+/** The device a `Bearer dt_…` header names; DEVICE_TOKEN_INVALID or DEVICE_REVOKED otherwise. */
+async function deviceOf(service: HostService, authorization: string | undefined): Promise<DeviceIdentity> {
+  const token = bearerToken(authorization);
+  if (token === undefined) throw new HostError("DEVICE_TOKEN_INVALID", "Send the device token as Authorization: Bearer dt_…");
+  const verdict = await service.verifyDeviceToken(token);
+  if (!verdict.ok) {
+    throw verdict.reason === "revoked"
+      ? new HostError("DEVICE_REVOKED", "This device's credential was revoked; pair the device again")
+      : new HostError("DEVICE_TOKEN_INVALID", "This device token is not valid; pair the device again");
+  }
+  return verdict.device;
+}
 
-    authenticated.post("/api/host/hello", { schema: { body: HelloBodySchema, response: jsonResponses({ 200: HelloReplySchema }) } }, async (request) => {
-      const device = request.tetherDevice!;
-      const twice = duplicateToolName(request.body.tools);
-      if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
-      await service.hello(device, request.body);
-      const reply: HelloReply = {
-        protocol: PROTOCOL_VERSION,
-        deviceId: device.id,
-        name: device.name,
-        hostVersion: await options.offeredHostVersion(),
-        ...(options.minimumHostVersion ? { minimumHostVersion: options.minimumHostVersion } : {}),
-      };
-      return reply;
-    });
-
-    // How an update went (src/protocol/updates.ts): kept on the device row, shown to its owner on /devices.
-    authenticated.post("/api/host/update-report", { schema: { body: UpdateReportSchema, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
-      const device = request.tetherDevice!;
-      await recordUpdateReport(fastify.tetherDb, device.id, request.body);
-      request.log.info({ device: device.id, update: { ok: request.body.ok, from: request.body.from, to: request.body.to, code: request.body.code } }, "device update report");
-      return reply.code(204).send();
-    });
-
-    authenticated.get("/api/host/stream", async (request, reply) => {
-      const device = request.tetherDevice!;
-      // Counted against the owner's and this device token's stream caps until the stream ends.
-      const lease = await fastify.tetherStreams.admit(reply, { kind: "device", userId: device.userId, credential: `device:${device.id}` });
-      let opened = false;
-      try {
-        const connection = await service.attachStream(device, () => {
-          opened = true;
-          reply.hijack();
-          const stream = openSseStream(reply.raw, options.keepAliveMs);
-          const ready: ReadyEvent = { protocol: PROTOCOL_VERSION, deviceId: device.id, keepAliveMs: options.keepAliveMs };
-          stream.send(StreamEvent.ready, ready);
-          void stream.ended.then(lease.release);
-          stream.ended.then(() => service.detachStream(connection)).catch((error: unknown) => request.log.warn({ err: error }, "stream detach failed"));
-          return stream;
-        });
-      } catch (error) {
-        if (!opened) lease.release();
-        throw error;
-      }
-    });
-
-    /**
-     * A refused result (too large, too deep, NUL bytes, not the schema) still ends its call, when the call
-     * id is known: the caller hears why at once instead of waiting out the call's timeout.
-     */
-    const endRefusedCall = (callIdOf: (request: FastifyRequest) => unknown) => async (error: Error, request: FastifyRequest) => {
-      const refusal = toHttpError(error) as Error;
-      const callId = callIdOf(request);
-      if (request.tetherDevice && typeof callId === "string") await service.refuseResult(request.tetherDevice, callId, describeError(refusal));
-      throw refusal;
+/** What a device tells the server about itself: its tools at hello, and how an update went. */
+const helloRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
+  fastify.post("/api/host/hello", { schema: { body: HelloBodySchema, response: jsonResponses({ 200: HelloReplySchema }) } }, async (request) => {
+    const device = request.tetherDevice!;
+    const twice = duplicateToolName(request.body.tools);
+    if (twice !== undefined) throw badRequest("INVALID_INPUT", `body: tool "${twice}" is announced twice`);
+    await fastify.tetherHost.hello(device, request.body);
+    const reply: HelloReply = {
+      protocol: PROTOCOL_VERSION,
+      deviceId: device.id,
+      name: device.name,
+      hostVersion: await options.offeredHostVersion(),
+      ...(options.minimumHostVersion ? { minimumHostVersion: options.minimumHostVersion } : {}),
     };
+    return reply;
+  });
 
-    await authenticated.register(async (results) => {
-      results.setErrorHandler(endRefusedCall((request) => (request.params as { callId?: unknown } | undefined)?.callId));
-      // Parsed here only after the depth scan: a body of nested empty arrays costs one pass, not a recursion.
-      const parse = results.getDefaultJsonParser("error", "error");
-      results.removeContentTypeParser("application/json");
-      results.addContentTypeParser("application/json", { parseAs: "buffer", bodyLimit: MAX_RESULT_BODY }, (request, body, done) => {
-        if (nestingExceeds(body as Buffer)) return done(badRequest("RESULT_TOO_DEEP", "The result is nested too deeply"), undefined);
-        void parse(request, (body as Buffer).toString("utf8"), done);
+  // How an update went (src/protocol/updates.ts): kept on the device row, shown to its owner on /devices.
+  fastify.post("/api/host/update-report", { schema: { body: UpdateReportSchema, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
+    const device = request.tetherDevice!;
+    await recordUpdateReport(fastify.tetherDb, device.id, request.body);
+    request.log.info({ device: device.id, update: { ok: request.body.ok, from: request.body.from, to: request.body.to, code: request.body.code } }, "device update report");
+    return reply.code(204).send();
+  });
+};
+
+/** The device's event stream: calls go down it; it stays open while the device is online. */
+const streamRoute: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fastify, options) => {
+  const service = fastify.tetherHost;
+  fastify.get("/api/host/stream", async (request, reply) => {
+    const device = request.tetherDevice!;
+    // Counted against the owner's and this device token's stream caps until the stream ends.
+    const lease = await fastify.tetherStreams.admit(reply, { kind: "device", userId: device.userId, credential: `device:${device.id}` });
+    let opened = false;
+    try {
+      const connection = await service.attachStream(device, () => {
+        opened = true;
+        reply.hijack();
+        const stream = openSseStream(reply.raw, options.keepAliveMs);
+        const ready: ReadyEvent = { protocol: PROTOCOL_VERSION, deviceId: device.id, keepAliveMs: options.keepAliveMs };
+        stream.send(StreamEvent.ready, ready);
+        void stream.ended.then(lease.release);
+        stream.ended.then(() => service.detachStream(connection)).catch((error: unknown) => request.log.warn({ err: error }, "stream detach failed"));
+        return stream;
       });
-      results.withTypeProvider<TypeBoxTypeProvider>().post(
-        "/api/host/result/:callId",
-        {
-          schema: { params: ResultParamsSchema, body: CallOutcomeSchema, response: jsonResponses({ 204: NoContent }) },
-          bodyLimit: MAX_RESULT_BODY,
-          // Before a byte of the body is read: is this call awaited from this device, and how large may its result be?
-          preParsing: async (request, _reply, payload) => {
-            const { callId } = request.params;
-            const toolClass = await service.expectResult(request.tetherDevice!, callId);
-            const length = Number(request.headers["content-length"]);
-            if (!Number.isSafeInteger(length)) throw new HttpError(411, "LENGTH_REQUIRED", "Send the result with a Content-Length");
-            const limit = RESULT_BODY_LIMITS[toolClass];
-            if (length > limit) throw new HttpError(413, "RESULT_TOO_LARGE", `A ${toolClass} tool's result may be at most ${limit} bytes`);
-            return payload;
-          },
-        },
-        async (request, reply) => {
-          await service.settle(request.tetherDevice!, { id: request.params.callId, ...request.body });
-          return reply.code(204).send();
-        },
-      );
-
-      // Several small results in one request (see ResultBatchSchema): each is settled as if posted alone;
-      // the ones not awaited from this device are listed, not fatal. Anything else (the shared dispatcher
-      // unreachable) fails the request, and the device posts the batch again.
-      results.withTypeProvider<TypeBoxTypeProvider>().post(
-        "/api/host/results",
-        { schema: { body: ResultBatchSchema, response: jsonResponses({ 200: ResultBatchReplySchema }) }, bodyLimit: MAX_RESULT_BATCH_BYTES },
-        async (request): Promise<ResultBatchReply> => {
-          const device = request.tetherDevice!;
-          const refused: ResultBatchReply["refused"] = [];
-          await Promise.all(
-            request.body.results.map((result) =>
-              service.settle(device, result).catch((error: unknown) => {
-                if (!(error instanceof HostError) || !SETTLE_REFUSALS.has(error.code)) throw error;
-                refused.push({ id: result.id, code: error.code });
-              }),
-            ),
-          );
-          return { refused };
-        },
-      );
-    });
+    } catch (error) {
+      if (!opened) lease.release();
+      throw error;
+    }
   });
 };

@@ -1,5 +1,6 @@
 import path from "node:path";
 import fp from "fastify-plugin";
+import type { FastifyInstance } from "fastify";
 import { onUserChanged } from "../auth/user-changes.js";
 import { DeviceCache, HOST_INVALIDATION_CHANNEL } from "./device-cache.js";
 import { deviceRoutes } from "./device-routes.js";
@@ -128,23 +129,8 @@ export const hostPlugin = fp<HostPluginOptions>(
           onLost: () => cache.suspend(),
         })
       : undefined;
-    // The proposal sweep: once at start, then periodically; a failure (the database away) waits for the next.
-    let sweeping: Promise<unknown> = Promise.resolve();
-    const sweep = () => {
-      sweeping = service.sweepProposals().catch((error: unknown) => fastify.log.warn({ err: error }, "host: proposal sweep failed"));
-    };
-    let sweepTimer: NodeJS.Timeout | undefined;
-    fastify.addHook("onReady", async () => {
-      // The first sweep is done before the server is ready: its writes never land inside the first requests
-      // (it never throws: a failure is logged and waits for the next).
-      sweep();
-      await sweeping;
-      sweepTimer = setInterval(sweep, options.proposalSweepIntervalMs ?? 5 * 60_000);
-      sweepTimer.unref();
-    });
+    scheduleProposalSweep(fastify, service, options.proposalSweepIntervalMs ?? 5 * 60_000);
     fastify.addHook("preClose", async () => {
-      clearInterval(sweepTimer);
-      await sweeping;
       stopWatchingUsers();
       await dispatcher.closeAll();
     });
@@ -172,3 +158,27 @@ export const hostPlugin = fp<HostPluginOptions>(
     dependencies: ["tether-db", "tether-audit", "tether-auth", "tether-session", "tether-errors", "tether-origin-guard", "tether-streams"],
   },
 );
+
+/**
+ * The proposal sweep (expiry and retention): once at start, then every `intervalMs`; a failure (the database
+ * away) is logged and waits for the next. The server stops only after a sweep under way is done.
+ */
+function scheduleProposalSweep(fastify: FastifyInstance, service: HostService, intervalMs: number): void {
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = () => {
+    sweeping = service.sweepProposals().catch((error: unknown) => fastify.log.warn({ err: error }, "host: proposal sweep failed"));
+  };
+  let sweepTimer: NodeJS.Timeout | undefined;
+  fastify.addHook("onReady", async () => {
+    // The first sweep is done before the server is ready: its writes never land inside the first requests
+    // (it never throws: a failure is logged and waits for the next).
+    sweep();
+    await sweeping;
+    sweepTimer = setInterval(sweep, intervalMs);
+    sweepTimer.unref();
+  });
+  fastify.addHook("preClose", async () => {
+    clearInterval(sweepTimer);
+    await sweeping;
+  });
+}

@@ -1,25 +1,27 @@
 import type { Kysely } from "kysely";
 import type { BatchWriter } from "../../db/batch-writer.js";
-import { outsideFairShare } from "../../http/fair-share-context.js";
 import type { Database } from "../../db/schema.js";
+import type { AnnouncedTool, HelloBody, ResultBody } from "../../protocol/index.js";
 import type { AuditRow } from "../activity/audit-plugin.js";
 import { assistantTools, type AssistantTool } from "./assistant.js";
 import * as audit from "./audit.js";
-import type { AuditActor } from "./audit.js";
-import type { DeviceCache } from "./device-cache.js";
-import * as devices from "./devices.js";
 import * as grants from "./credential-grants.js";
 import { grantAllows, type DeviceGrant } from "./credential-grants.js";
-import type { DeviceIdentity, DeviceSummary, DeviceView, TokenVerdict } from "./devices.js";
+import { createDeviceAccess, deviceNotFound } from "./device-access.js";
+import type { DeviceCache } from "./device-cache.js";
+import { createDeviceStreams } from "./device-streams.js";
+import * as devices from "./devices.js";
+import type { DeviceIdentity, DeviceView, TokenVerdict } from "./devices.js";
 import { DeviceCallError, type DeviceChannel, type DeviceConnection, type Dispatcher } from "./dispatcher.js";
-import { DEVICE_RESULT_INVALID, HostError, settleRefusal } from "./errors.js";
-import { enrollWithCode, mintPairingCode, type MintedPairingCode } from "./pairing.js";
-import { withBuiltinContracts } from "./tool-contracts.js";
-import { blobsOption, createProposalService, type BlobsFor } from "./proposal-service.js";
+import { createEnrollment } from "./enrollment.js";
+import { HostError } from "./errors.js";
+import type { MintedPairingCode } from "./pairing.js";
+import { createProposalService, type BlobsFor } from "./proposal-service.js";
 import { DEFAULT_PENDING_LIMITS, DEFAULT_RETENTION_MS, type PendingLimits, type PendingPage, type DecidedSummary, type PendingWithDiff, type Proposal, type ProposalSummary, type SweepOutcome } from "./proposals.js";
-import type { AnnouncedTool, HelloBody, ResultBody } from "../../protocol/index.js";
+import { createToolCalls, type CallOutcome, type CallRequest, type Caller } from "./tool-calls.js";
+import { createWatchers, type WatchTopic } from "./watchers.js";
 
-export type { DeviceView };
+export type { CallOutcome, CallRequest, Caller, DeviceView, WatchTopic };
 
 /**
  * The host connector's use cases, between the routes (thin, HTTP) and the dispatcher and
@@ -98,32 +100,6 @@ export interface HostService {
   watch(userId: string, listener: (topic: WatchTopic, deviceId?: string) => void): () => void;
 }
 
-export type WatchTopic = "devices" | "proposals";
-
-export interface Caller {
-  userId: string;
-  actor: AuditActor;
-  /** The credential behind the call, for the audit log (see audit.ts). */
-  credential?: string;
-  /** The devices this credential may touch (credential-grants.ts); absent: all the owner's. */
-  deviceIds?: DeviceGrant;
-}
-
-export interface CallRequest {
-  deviceId: string;
-  tool: string;
-  input: unknown;
-  timeoutMs?: number;
-  /** Refuse unless the tool is of this class (the chat assistant gets read tools only). */
-  requireClass?: AnnouncedTool["class"];
-  /** The caller stopped waiting (e.g. its HTTP client went away): the device is told to cancel. */
-  signal?: AbortSignal;
-}
-
-export type CallOutcome =
-  | { kind: "result"; tool: AnnouncedTool; result: unknown }
-  | { kind: "proposal"; tool: AnnouncedTool; proposal: Proposal };
-
 export interface HostServiceOptions {
   db: Kysely<Database>;
   dispatcher: Dispatcher;
@@ -150,49 +126,12 @@ export interface HostServiceOptions {
 
 export function createHostService(options: HostServiceOptions): HostService {
   const { db, dispatcher, audit: auditLog, cache } = options;
-  const applyTimeoutMs = options.applyTimeoutMs ?? 120_000;
-  /** Owners of the streams this replica holds: to close them when their owner is deactivated. */
-  const owners = new Map<string, string>();
-  const watchers = new Map<string, Set<(topic: WatchTopic, deviceId?: string) => void>>();
   const background = (promise: Promise<unknown>) => {
     promise.catch((error: unknown) => options.onBackgroundError?.(error));
   };
-
-  const notify = (userId: string, topic: WatchTopic, deviceId?: string) => {
-    for (const listener of watchers.get(userId) ?? []) {
-      try {
-        listener(topic, deviceId);
-      } catch {
-        /* a watcher's failure is its own */
-      }
-    }
-  };
-
-  // Presence changes arrive on every replica, whichever holds the stream: live pages follow them.
-  dispatcher.onPresence(({ deviceId, userId, online }) => {
-    if (!online && owners.get(deviceId) === userId && !dispatcher.isOnline(deviceId)) owners.delete(deviceId);
-    notify(userId, "devices", deviceId);
-  });
-
-  const view = (summary: DeviceSummary): DeviceView => {
-    const online = dispatcher.isOnline(summary.id);
-    return { ...summary, tools: online ? [...(dispatcher.toolsOf(summary.id) ?? summary.tools)] : summary.tools, online };
-  };
-
-  const notFound = () => new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
-  /** The caller's own unrevoked device, from the invalidated cache when it can (no query). */
-  const ownedDevice = async (userId: string, deviceId: string, grant?: DeviceGrant): Promise<DeviceIdentity> => {
-    if (!grantAllows(grant, deviceId)) throw notFound();
-    const cached = cache?.ownedDevice(deviceId);
-    if (cached?.userId === userId) return cached;
-    const version = cache?.version ?? 0;
-    const summary = await devices.findDevice(db, userId, deviceId);
-    if (!summary) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
-    const identity = { id: summary.id, userId, name: summary.name };
-    cache?.storeOwner(identity, version);
-    return identity;
-  };
-
+  const { notify, watch } = createWatchers();
+  const access = createDeviceAccess({ db, dispatcher, cache });
+  const streams = createDeviceStreams({ db, dispatcher, cache, notify, background, onBackgroundError: options.onBackgroundError });
   const grantStore = grants.createGrantStore(db);
   const codeOf = (error: unknown) => (error instanceof DeviceCallError || error instanceof HostError ? error.code : "INTERNAL");
   const proposalService = createProposalService({
@@ -200,87 +139,30 @@ export function createHostService(options: HostServiceOptions): HostService {
     dispatcher,
     audit: auditLog,
     notify,
-    applyTimeoutMs,
+    applyTimeoutMs: options.applyTimeoutMs ?? 120_000,
     proposalTtlMs: options.proposalTtlMs,
     ...(options.blobsFor ? { blobsFor: options.blobsFor } : {}),
     pendingLimits: options.pendingLimits ?? DEFAULT_PENDING_LIMITS,
     retentionMs: options.proposalRetentionMs ?? DEFAULT_RETENTION_MS,
     codeOf,
   });
+  const call = createToolCalls({
+    dispatcher,
+    audit: auditLog,
+    ownedDevice: access.ownedDevice,
+    proposals: proposalService,
+    codeOf,
+    onReadResult: options.onReadResult,
+    blobsFor: options.blobsFor,
+  });
+  const { disconnect, ...streamMethods } = streams;
 
   const service: HostService = {
     dispatcher,
-
     verifyDeviceToken: devices.createDeviceTokenVerifier(db, cache),
-
-    async mintPairingCode(userId) {
-      const minted = await mintPairingCode(db, userId);
-      audit.record(auditLog, { userId, event: "pair", actor: "session", outcome: "ok" });
-      return minted;
-    },
-
-    async enroll(input) {
-      const outcome = await enrollWithCode(db, input);
-      if (!outcome.ok) {
-        const refusals = {
-          invalid: ["PAIRING_CODE_INVALID", "This pairing code is not valid; check it, or mint a new one"],
-          expired: ["PAIRING_CODE_EXPIRED", "This pairing code has expired; mint a new one"],
-          used: ["PAIRING_CODE_USED", "This pairing code was already used; mint a new one"],
-          void: ["PAIRING_CODE_VOID", "This pairing code was voided after too many wrong attempts; mint a new one"],
-        } as const;
-        const [code, message] = refusals[outcome.reason];
-        throw new HostError(code, message);
-      }
-      audit.record(auditLog, { userId: outcome.userId, deviceId: outcome.deviceId, event: "enroll", actor: "device", outcome: "ok" });
-      notify(outcome.userId, "devices", outcome.deviceId);
-      return { deviceId: outcome.deviceId, token: outcome.token };
-    },
-
-    async hello(device, hello) {
-      // Built-in tools are stored (and so dispatched, listed and shown) with the server's own contract.
-      await devices.recordHello(db, device.id, { tools: withBuiltinContracts(hello.tools), roots: hello.roots, agent: hello.agent ?? null });
-      notify(device.userId, "devices", device.id);
-    },
-
-    async attachStream(device, open) {
-      const tools = await devices.announcedTools(db, device.id);
-      if (!tools) throw new HostError("HELLO_REQUIRED", "Announce the device's tools with POST /api/host/hello before opening the stream");
-      if (!dispatcher.available()) throw new DeviceCallError("DISPATCH_UNAVAILABLE", "Calls cannot be routed right now; reconnect shortly");
-      owners.set(device.id, device.userId);
-      const connection = await dispatcher.connect(device, tools, open());
-      background(devices.touchDevice(db, device.id, true));
-      notify(device.userId, "devices", device.id);
-      return connection;
-    },
-
-    async detachStream(connection) {
-      connection.detach();
-      await devices.touchDevice(db, connection.deviceId, true);
-    },
-
-    async expectResult(device, callId) {
-      const expectation = await dispatcher.expects(device.id, callId);
-      if (expectation.verdict !== "accepted") throw settleRefusal(expectation.verdict);
-      return expectation.toolClass;
-    },
-
-    async settle(device, result) {
-      const verdict = await dispatcher.settle(device.id, result);
-      if (verdict !== "accepted") throw settleRefusal(verdict);
-      background(devices.touchDevice(db, device.id));
-    },
-
-    async refuseResult(device, callId, refusal) {
-      const error = { code: DEVICE_RESULT_INVALID, message: `The device's result was refused by the server (${refusal.code}: ${refusal.message})` };
-      await dispatcher.settle(device.id, { id: callId, ok: false, error }).catch((failure: unknown) => options.onBackgroundError?.(failure));
-    },
-
-    async listDevices(userId, grant) {
-      return (await devices.listDevices(db, userId)).filter((device) => grantAllows(grant, device.id)).map(view);
-    },
-
-    ownedDevice,
-
+    ...createEnrollment({ db, audit: auditLog, notify }),
+    ...streamMethods,
+    ...access,
     deviceGrant: (userId, credential) => grantStore.grantOf(userId, credential),
 
     async grantDevices(userId, credential, deviceIds) {
@@ -288,20 +170,10 @@ export function createHostService(options: HostServiceOptions): HostService {
       await grantStore.set(userId, credential, grant);
     },
 
-    async device(userId, deviceId, grant) {
-      if (!grantAllows(grant, deviceId)) throw notFound();
-      const summary = await devices.findDevice(db, userId, deviceId);
-      if (!summary) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
-      return view(summary);
-    },
-
     async revoke(userId, deviceId) {
-      if (!(await devices.revokeDevice(db, userId, deviceId))) {
-        throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
-      }
+      if (!(await devices.revokeDevice(db, userId, deviceId))) throw deviceNotFound();
       cache?.dropDevice(deviceId);
-      await dispatcher.disconnect(deviceId, "revoked", "This device's credential was revoked; pair it again");
-      owners.delete(deviceId);
+      await disconnect(deviceId, "This device's credential was revoked; pair it again");
       if (options.onRevoked) background(options.onRevoked(deviceId));
       audit.record(auditLog, { userId, deviceId, event: "revoke", actor: "session", outcome: "ok" });
       notify(userId, "devices", deviceId);
@@ -309,52 +181,11 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
 
     async acknowledge(userId, deviceId) {
-      if (!(await devices.acknowledgeDevice(db, userId, deviceId))) throw new HostError("DEVICE_NOT_FOUND", "You have no device with this id");
+      if (!(await devices.acknowledgeDevice(db, userId, deviceId))) throw deviceNotFound();
       notify(userId, "devices", deviceId);
     },
 
-    async call(caller, request) {
-      const device = await ownedDevice(caller.userId, request.deviceId, caller.deviceIds);
-      const tool = dispatcher.toolsOf(request.deviceId)?.find((t) => t.name === request.tool);
-      if (tool && request.requireClass && tool.class !== request.requireClass) {
-        throw new HostError("NOT_A_READ_TOOL", `"${tool.name}" is a ${tool.class} tool; only ${request.requireClass} tools are allowed here`);
-      }
-      const started = performance.now();
-      const entry = { userId: caller.userId, deviceId: request.deviceId, actor: caller.actor, credential: caller.credential ?? null, tool: request.tool, input: request.input };
-      const mode = tool?.class === "mutate" ? "plan" : "run";
-      if (mode === "plan") {
-        // No room for another proposal: refused before the device does the work of planning it.
-        await proposalService.checkRoom(device).catch((error: unknown) => {
-          audit.record(auditLog, { ...entry, event: "propose", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
-          throw error;
-        });
-      }
-      let result: unknown;
-      try {
-        const blobs = await blobsOption(options.blobsFor, caller.userId, request.input);
-        // Waiting for the device holds none of the caller's fair share of this process.
-        result = await outsideFairShare(() =>
-          dispatcher.call(request.deviceId, request.tool, request.input, {
-            mode,
-            ...blobs,
-            ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
-            ...(request.signal ? { signal: request.signal } : {}),
-          }),
-        );
-      } catch (error) {
-        audit.record(auditLog, { ...entry, event: "call", mode, outcome: "error", errorCode: codeOf(error), durationMs: performance.now() - started });
-        throw error;
-      }
-      const durationMs = performance.now() - started;
-      // `tool` is known here: an unknown tool fails in the dispatcher.
-      if (tool!.class !== "mutate") {
-        audit.record(auditLog, { ...entry, event: "call", mode, outcome: "ok", durationMs });
-        return { kind: "result", tool: tool!, result: options.onReadResult ? await options.onReadResult(caller, request.deviceId, result) : result };
-      }
-      const proposal = await proposalService.store(device, { ...entry, mode }, result, durationMs);
-      return { kind: "proposal", tool: tool!, proposal };
-    },
-
+    call,
     approve: proposalService.approve,
     reject: proposalService.reject,
     pendingProposals: proposalService.pendingProposals,
@@ -367,30 +198,8 @@ export function createHostService(options: HostServiceOptions): HostService {
     },
     recentlyDecided: proposalService.recentlyDecided,
     sweepProposals: proposalService.sweepProposals,
-
     assistantTools: (userId) => assistantTools(service, userId),
-
-    async ownerChanged(userId) {
-      cache?.dropUser(userId);
-      const live = [...owners].filter(([, owner]) => owner === userId).map(([deviceId]) => deviceId);
-      if (live.length === 0) return;
-      const user = await db.selectFrom("user").select("deactivatedAt").where("id", "=", userId).executeTakeFirst();
-      if (user && !user.deactivatedAt) return;
-      for (const deviceId of live) {
-        await dispatcher.disconnect(deviceId, "revoked", "The owner's account was deactivated or deleted; pair the device again");
-        owners.delete(deviceId);
-      }
-    },
-
-    watch(userId, listener) {
-      let set = watchers.get(userId);
-      if (!set) watchers.set(userId, (set = new Set()));
-      set.add(listener);
-      return () => {
-        set.delete(listener);
-        if (set.size === 0) watchers.delete(userId);
-      };
-    },
+    watch,
   };
   return service;
 }

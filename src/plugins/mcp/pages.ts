@@ -1,4 +1,4 @@
-import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
@@ -75,11 +75,15 @@ export const mcpPublicPages: FastifyPluginAsync = fp(
 );
 
 /** The consent page and the MCP settings page (inside the guarded context: the owner is signed in). */
-const routes: FastifyPluginAsync = async (instance) => {
-  const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
+const routes: FastifyPluginAsync = async (fastify) => {
+  await fastify.register(consentPage);
+  await fastify.register(settingsPage);
+};
+
+/** The OAuth consent page: what the provider signed, the owner's choice of access and devices, and the decision. */
+const consentPage: FastifyPluginAsyncTypebox = async (fastify) => {
   const oauth = mcpOAuthApi(fastify.tetherAuth);
   const db = fastify.tetherDb;
-  const baseURL = String(fastify.tetherAuth.options.baseURL).replace(/\/$/, "");
 
   fastify.get(OAUTH_CONSENT_PATH, { schema: { querystring: ConsentQuery } }, async (request, reply) => {
     // Only what the provider signed is shown: a query anyone can write (another client's name, scopes
@@ -129,6 +133,13 @@ const routes: FastifyPluginAsync = async (instance) => {
     // The client's own redirect URI (registered, checked by the provider): a 303 works without JavaScript.
     return reply.redirect(target, 303);
   });
+};
+
+/** /settings/mcp: the endpoint and client configurations, whether action tools are allowed, and the clients let in. */
+const settingsPage: FastifyPluginAsyncTypebox = async (fastify) => {
+  const oauth = mcpOAuthApi(fastify.tetherAuth);
+  const db = fastify.tetherDb;
+  const baseURL = String(fastify.tetherAuth.options.baseURL).replace(/\/$/, "");
 
   const showSettings = async (request: FastifyRequest, reply: FastifyReply, notice?: string) => {
     const userId = signedInUser(request).id;

@@ -80,6 +80,13 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     return redirectTo(request, reply, `${SECURITY_PATH}?notice=${signOutOthers ? "password-others" : "password"}`);
   });
 
+  twoFactorRoutes(fastify, refuse);
+  if (passkeysEnabled) passkeyRemoval(fastify, refuse);
+};
+
+/** Turning two-factor authentication on (a new secret, then a code proving the app has it) and off. */
+function twoFactorRoutes(instance: FastifyInstance, refuse: Refuse): void {
+  const fastify = instance.withTypeProvider<TypeBoxTypeProvider>();
   /**
    * Turning two-factor on or off needs the password; better-auth checks it. An empty field is
    * answered here without a call (a 400 Response, as better-auth would give for a wrong password).
@@ -128,9 +135,7 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!response.ok) return refusePassword(request, reply, response, "turn off");
     return redirectTo(request, reply, `${SECURITY_PATH}?notice=two-factor-off`);
   });
-
-  if (passkeysEnabled) passkeyRemoval(fastify, refuse);
-};
+}
 
 /** Removing a passkey (adding one is WebAuthn: the browser talks to better-auth's own routes). */
 function passkeyRemoval(fastify: FastifyInstance, refuse: Refuse): void {

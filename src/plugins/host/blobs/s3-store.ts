@@ -28,48 +28,18 @@ const CHECKSUM_HEADER = "x-amz-checksum-sha256";
  * `BLOB_STORE_UNAVAILABLE`; nothing is cached, so the next request after it is back simply works.
  */
 export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
-  const client = new S3Client({
-    region: options.region,
-    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-    forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
-    ...(options.credentials ? { credentials: options.credentials } : {}),
-    // Checksums only where we give them: the SDK's default CRC32 of a presigned URL's empty body would break it.
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-    // Fail fast to a 503 rather than hold a request while the bucket is unreachable.
-    maxAttempts: 2,
-  });
+  const client = s3Client(options);
   const Bucket = options.bucket;
   const prefix = options.prefix ?? "tether-blobs/";
   const keyOf = (id: string) => {
     if (!BLOB_ID.test(id)) throw new BlobError("BLOB_NOT_FOUND", "No such blob");
     return `${prefix}${id}`;
   };
-  const checksum = (digest: string) => Buffer.from(digest, "hex").toString("base64");
 
   return {
     kind: "s3",
     async put(id, body, expect) {
-      const Key = keyOf(id);
-      const counter = new MeasuredBody(expect);
-      const passing = new PassThrough();
-      // MeasuredBody checks size and digest before the body ends, so a wrong body aborts the PUT rather than completing it;
-      // the bucket failing stops the feeding too (else the request body would wait, unread, until its timeout).
-      const sending = client.send(new PutObjectCommand({ Bucket, Key, Body: passing, ContentLength: expect.size, ChecksumSHA256: checksum(expect.digest) })).catch((error: unknown) => {
-        passing.destroy(error as Error);
-        throw error;
-      });
-      sending.catch(() => {});
-      try {
-        await pipeline(body, counter, passing);
-        await sending;
-      } catch (error) {
-        passing.destroy();
-        await sending.catch(() => {});
-        // Whatever landed is not the announced blob: remove it (an S3 that checks the checksum kept nothing anyway).
-        await client.send(new DeleteObjectCommand({ Bucket, Key })).catch(() => {});
-        throw error instanceof BlobError ? error : storeFault(error);
-      }
+      await putChecked(client, { Bucket, Key: keyOf(id) }, body, expect);
     },
     async open(id, range) {
       try {
@@ -122,6 +92,48 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
       client.destroy();
     },
   };
+}
+
+function s3Client(options: S3BlobStoreOptions): S3Client {
+  return new S3Client({
+    region: options.region,
+    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
+    ...(options.credentials ? { credentials: options.credentials } : {}),
+    // Checksums only where we give them: the SDK's default CRC32 of a presigned URL's empty body would break it.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    // Fail fast to a 503 rather than hold a request while the bucket is unreachable.
+    maxAttempts: 2,
+  });
+}
+
+/** Streams `body` into the object, which S3 keeps only when its size and sha256 are `expect`'s; else nothing stays. */
+async function putChecked(client: S3Client, { Bucket, Key }: { Bucket: string; Key: string }, body: Readable, expect: BlobExpectation): Promise<void> {
+  const counter = new MeasuredBody(expect);
+  const passing = new PassThrough();
+  // MeasuredBody checks size and digest before the body ends, so a wrong body aborts the PUT rather than completing it;
+  // the bucket failing stops the feeding too (else the request body would wait, unread, until its timeout).
+  const sending = client.send(new PutObjectCommand({ Bucket, Key, Body: passing, ContentLength: expect.size, ChecksumSHA256: checksum(expect.digest) })).catch((error: unknown) => {
+    passing.destroy(error as Error);
+    throw error;
+  });
+  sending.catch(() => {});
+  try {
+    await pipeline(body, counter, passing);
+    await sending;
+  } catch (error) {
+    passing.destroy();
+    await sending.catch(() => {});
+    // Whatever landed is not the announced blob: remove it (an S3 that checks the checksum kept nothing anyway).
+    await client.send(new DeleteObjectCommand({ Bucket, Key })).catch(() => {});
+    throw error instanceof BlobError ? error : storeFault(error);
+  }
+}
+
+/** A sha256 in hex, as S3's checksum header carries it (base64). */
+function checksum(digest: string): string {
+  return Buffer.from(digest, "hex").toString("base64");
 }
 
 function secondsUntil(when: Date): number {

@@ -4,9 +4,11 @@ import type { Kysely } from "kysely";
 import type { Database } from "../../../db/schema.js";
 import type { SignedStateKey } from "../../../crypto/signed-state.js";
 import * as repo from "./repository.js";
-import { newNonce, signGrant, verifyGrant } from "./signed-url.js";
 import { BlobError, SHA256_HEX, type BlobStore, type ByteRange } from "./store.js";
 import type { BlobRecord, NewBlob } from "./repository.js";
+import { blobUrls, type BlobHandle } from "./urls.js";
+
+export type { BlobHandle };
 
 /** Defaults, documented in docs/blobs.md. */
 export const DEFAULT_BLOB_RETENTION_MS = 24 * 3_600_000;
@@ -26,16 +28,6 @@ export interface BlobServiceOptions {
   urlTtlMs?: number;
 }
 
-/** A blob as the API shows it: `url` is a signed download URL until `expiresAt`. */
-export interface BlobHandle {
-  id: string;
-  size: number;
-  digest: string;
-  contentType: string;
-  url: string;
-  expiresAt: string;
-}
-
 export type BlobSpec = Omit<NewBlob, "id" | "expiresAt">;
 
 /**
@@ -47,11 +39,7 @@ export function createBlobService(options: BlobServiceOptions) {
   const { db, store, key } = options;
   const retentionMs = options.retentionMs ?? DEFAULT_BLOB_RETENTION_MS;
   const quotaBytes = options.quotaBytes ?? DEFAULT_BLOB_QUOTA_BYTES;
-  const urlTtlMs = options.urlTtlMs ?? DEFAULT_BLOB_URL_TTL_MS;
-  const base = options.baseURL.replace(/\/$/, "");
-  const urlFor = (id: string, token: string) => `${base}/api/host/blobs/${id}?t=${encodeURIComponent(token)}`;
-  /** A URL never outlives its blob. */
-  const urlExpiry = (blob: BlobRecord) => new Date(Math.min(Date.now() + urlTtlMs, blob.expiresAt.getTime()));
+  const { handle, uploadUrl, granted } = blobUrls({ db, key, baseURL: options.baseURL, urlTtlMs: options.urlTtlMs ?? DEFAULT_BLOB_URL_TTL_MS });
 
   async function create(spec: BlobSpec): Promise<BlobRecord> {
     if (!Number.isSafeInteger(spec.size) || spec.size < 0) throw new BlobError("BLOB_SIZE_MISMATCH", "A blob's size is a whole number of bytes");
@@ -72,33 +60,6 @@ export function createBlobService(options: BlobServiceOptions) {
     const blob = await repo.findBlob(db, id);
     if (!blob || blob.userId !== userId || blob.expiresAt.getTime() <= Date.now()) throw new BlobError("BLOB_NOT_FOUND", "You have no blob with this id (it may have expired)");
     return blob;
-  }
-
-  function handle(blob: BlobRecord): BlobHandle {
-    const expiresAt = urlExpiry(blob);
-    const token = signGrant(key, { blobId: blob.id, direction: "get", size: blob.size, digest: blob.digest, userId: blob.userId }, expiresAt);
-    return { id: blob.id, size: blob.size, digest: blob.digest, contentType: blob.contentType, url: urlFor(blob.id, token), expiresAt: expiresAt.toISOString() };
-  }
-
-  /** A fresh single-use upload URL; the previous one (a failed attempt's) stops working. */
-  async function uploadUrl(blob: BlobRecord): Promise<{ url: string; expiresAt: string }> {
-    const nonce = newNonce();
-    if (!(await repo.setUploadNonce(db, blob.id, nonce))) throw new BlobError("BLOB_URL_USED", "This blob is already complete; it takes no more uploads");
-    const expiresAt = urlExpiry(blob);
-    const token = signGrant(key, { blobId: blob.id, direction: "put", size: blob.size, digest: blob.digest, userId: blob.userId, nonce }, expiresAt);
-    return { url: urlFor(blob.id, token), expiresAt: expiresAt.toISOString() };
-  }
-
-  /** The blob a signed URL names, checked against its row: same owner, size and digest, not expired. */
-  async function granted(id: string, token: string | undefined, direction: "get" | "put", callerUserId?: string): Promise<{ blob: BlobRecord; nonce?: string }> {
-    const grant = verifyGrant(key, token, id, direction);
-    const blob = await repo.findBlob(db, id);
-    if (!blob || blob.expiresAt.getTime() <= Date.now()) throw new BlobError("BLOB_NOT_FOUND", "This blob is gone (expired or deleted)");
-    if (blob.userId !== grant.userId || blob.size !== grant.size || blob.digest !== grant.digest) {
-      throw new BlobError("BLOB_URL_INVALID", "This URL does not match the blob it names");
-    }
-    if (callerUserId !== undefined && callerUserId !== blob.userId) throw new BlobError("BLOB_WRONG_USER", "This blob URL was made for another user");
-    return { blob, ...(grant.nonce ? { nonce: grant.nonce } : {}) };
   }
 
   /**

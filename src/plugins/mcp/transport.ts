@@ -1,0 +1,136 @@
+import { Readable } from "node:stream";
+import { createMcpHandler, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { StreamLease } from "../../http/stream-limits.js";
+import { toWebHeaders } from "../../http/web-headers.js";
+import * as audit from "../host/audit.js";
+import type { McpCaller } from "./credentials.js";
+import { createMcpServer } from "./mcp-server.js";
+import * as store from "./store.js";
+import { serveListen, watchStream } from "./streams.js";
+
+export interface McpTransportOptions {
+  /** The server's public base URL (no trailing slash): requests are rebuilt against it for the SDK. */
+  baseURL: string;
+  /** Where a person manages their devices, linked from tool results. */
+  devicesURL: string;
+  /** Signs the approval state a 2026-07-28 client echoes (approval.ts). */
+  approvalKey: Parameters<typeof createMcpServer>[0]["approvalKey"];
+  recheckIntervalMs: number;
+  /** Closers of open notification streams (the plugin closes them before the server stops). */
+  openStreams: Set<() => void>;
+}
+
+/** Answers an authenticated /mcp request; `lease` is the request's stream slot when it holds a notification stream. */
+export type McpResponder = (request: FastifyRequest, reply: FastifyReply, caller: McpCaller, lease: StreamLease | undefined) => Promise<FastifyReply>;
+
+/**
+ * Hands an authenticated request to the MCP SDK with a fresh server for its caller: a 2026-07-28 request
+ * to the SDK's per-request handler (or, for `subscriptions/listen`, to a held stream), 2025-era traffic to a
+ * stateless web-standard transport, fed the body Fastify already parsed.
+ */
+export function createMcpResponder(fastify: FastifyInstance, options: McpTransportOptions): McpResponder {
+  const { baseURL, recheckIntervalMs, openStreams } = options;
+  const db = fastify.tetherDb;
+
+  const serverFor = (caller: McpCaller, era: "legacy" | "modern") => {
+    let allowsActions: Promise<boolean> | undefined;
+    return createMcpServer({
+      host: fastify.tetherHost,
+      caller,
+      // Read once per request, and only by a request that needs it (tools/list, an action tool).
+      allowActions: () => (allowsActions ??= store.allowsActions(db, caller.userId)),
+      devicesURL: options.devicesURL,
+      era,
+      approvalKey: options.approvalKey,
+      audit: async (entry) => audit.record(fastify.tetherAudit, entry),
+      onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
+    });
+  };
+
+  /**
+   * The SDK's HTTP entry for 2026-07-28, per request (`server/discover`, the `_meta` envelope, the
+   * standard headers, `resultType`); the caller, authenticated above, rides in `authInfo`. 2025-era
+   * traffic goes to `legacy` below (the SDK's own routing predicate decides), as before: JSON answers.
+   */
+  const handler = createMcpHandler((ctx) => serverFor(callerOf(ctx.authInfo), ctx.era), {
+    legacy: "reject",
+    onerror: (error) => fastify.log.debug({ err: error }, "mcp: request refused by the protocol layer"),
+  });
+  fastify.addHook("onClose", () => handler.close());
+
+  /** 2025-era traffic: a fresh stateless transport per request; a GET holds the notification stream. */
+  const legacy = async (request: FastifyRequest, reply: FastifyReply, caller: McpCaller, webRequest: Request, lease: StreamLease | undefined) => {
+    const server = serverFor(caller, "legacy");
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+    reply.code(response.status);
+    for (const [name, value] of response.headers) reply.header(name, value);
+    if (request.method === "GET" && response.status === 200 && response.body) {
+      // Long-lived by design: exempt from the server's idle-socket timeout (CONNECTION_TIMEOUT_MS).
+      reply.raw.setTimeout(0);
+      const close = watchStream(fastify, {
+        caller,
+        recheckIntervalMs,
+        onToolsChanged: () => void server.sendToolListChanged().catch(() => {}),
+        // Ends the transport's stream, and so the response.
+        end: () => void server.close().catch(() => {}),
+      });
+      openStreams.add(close);
+      request.raw.once("close", () => {
+        openStreams.delete(close);
+        close();
+        lease?.release();
+      });
+      // The head leaves now: otherwise it waits for the transport's first write (a keep-alive, 15 s on),
+      // and the client cannot tell its stream is open.
+      reply.raw.once("pipe", () => reply.raw.flushHeaders());
+      return reply.send(Readable.fromWeb(response.body as never));
+    }
+    lease?.release();
+    const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
+    await server.close();
+    return reply.send(body);
+  };
+
+  return async (request, reply, caller, lease) => {
+    const webRequest = new Request(new URL(request.url, baseURL), { method: request.method, headers: toWebHeaders(request.headers) });
+    if (request.method === "POST" && (claimsModernRevision(request) || !(await isLegacyRequest(webRequest, request.body)))) {
+      if (lease) {
+        const factory = (ctx: { authInfo?: AuthInfo; era: "legacy" | "modern" }) => serverFor(callerOf(ctx.authInfo), ctx.era);
+        return serveListen(fastify, { request, reply, caller, authInfo: authInfoOf(caller), lease, webRequest, factory, recheckIntervalMs, openStreams });
+      }
+      const response = await handler.fetch(webRequest, { authInfo: authInfoOf(caller), parsedBody: request.body });
+      reply.code(response.status);
+      for (const [name, value] of response.headers) reply.header(name, value);
+      return reply.send(response.body ? Buffer.from(await response.arrayBuffer()) : undefined);
+    }
+    return legacy(request, reply, caller, webRequest, lease);
+  };
+}
+
+/** The revisions the SDK serves without `initialize` (its own list is not exported). */
+const MODERN_REVISIONS = new Set(["2026-07-28"]);
+
+/**
+ * A request naming a modern revision in `MCP-Protocol-Version` is the modern path's to answer, whatever
+ * its body (the SDK's own routing says so: a missing or mismatched envelope is the modern path's -32602
+ * or -32020). Knowing it from the header spares `isLegacyRequest` classifying the body a second time
+ * (the handler classifies it anyway).
+ */
+function claimsModernRevision(request: FastifyRequest): boolean {
+  const version = request.headers["mcp-protocol-version"];
+  return typeof version === "string" && MODERN_REVISIONS.has(version);
+}
+
+/** The authenticated caller, handed through the SDK's `authInfo` to the per-request server factory. */
+function authInfoOf(caller: McpCaller): AuthInfo {
+  return { token: "", clientId: caller.credential ?? caller.credentialKey, scopes: [], extra: { caller } };
+}
+
+function callerOf(authInfo: AuthInfo | undefined): McpCaller {
+  const caller = authInfo?.extra?.caller as McpCaller | undefined;
+  if (!caller) throw new Error("mcp: a request reached the server factory without its authenticated caller");
+  return caller;
+}
