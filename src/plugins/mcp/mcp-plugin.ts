@@ -16,6 +16,7 @@ import { hasMcpOAuth, oauthIssuer, oauthVerifier } from "./oauth.js";
 import { createMcpServer } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
+import { McpTasks, type TaskSettings } from "./tasks.js";
 
 export interface McpPluginOptions {
   /** The endpoint's public URL (the OAuth "resource"); default `<auth base URL>/mcp`. */
@@ -28,6 +29,8 @@ export interface McpPluginOptions {
    * (Redis away) refuses with 503 `RATE_LIMIT_UNAVAILABLE`. The example app passes one in production.
    */
   rateLimiter?: RateLimiter;
+  /** The tasks extension (2026-07-28): how long a task is kept, how long a call may take before it is one. */
+  tasks?: TaskSettings;
 }
 
 /** RFC 9728's protected-resource metadata, as far as this server fills it in. */
@@ -77,9 +80,12 @@ export const mcpPlugin = fp<McpPluginOptions>(
     const db = fastify.tetherDb;
     /** Closers of open notification streams: the server closes them before it stops. */
     const openStreams = new Set<() => void>();
+    // Tool calls that outlive their request, as rows any replica can answer for (tasks.ts).
+    const tasks = new McpTasks(db, options.tasks);
     fastify.addHook("preClose", async () => {
       for (const close of openStreams) close();
       openStreams.clear();
+      tasks.close();
     });
 
     // OAuth is on when the auth instance carries the MCP OAuth plugins (see oauth.ts).
@@ -114,6 +120,7 @@ export const mcpPlugin = fp<McpPluginOptions>(
         devicesURL,
         era,
         approvalKey,
+        tasks,
         audit: async (entry) => audit.record(fastify.tetherAudit, entry),
         onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
       });
