@@ -164,3 +164,21 @@ t.test("a client that does not declare tasks gets today's answers", async (t) =>
   const legacy = await connectV2(t, url, token, "2025-11-25");
   t.notOk((legacy.getServerCapabilities() as Record<string, unknown>)?.tasks, "2025-11-25: no tasks capability");
 });
+
+t.test("a call whose replica stopped before it finished: the task has failed, past its deadline", async (t) => {
+  const created = await slowTask(token);
+  // As if the replica running it had died: its deadline passes with the row still working.
+  await app.database.db.updateTable("mcp_task").set({ run_deadline: new Date(Date.now() - 1000) }).where("id", "=", created.taskId).execute();
+  t.match((await rawTask(token, "tasks/get", created.taskId)).result, { status: "failed", error: { code: -32603 }, statusMessage: /call the tool again/ });
+  releaseSlow();
+});
+
+t.test("bad task requests are JSON-RPC errors, never a 500", async (t) => {
+  const missing = await rawModern(url, token, "tasks/get", { _meta: envelope(TASKS) }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get" });
+  t.ok(missing.status < 500, `no taskId: ${missing.status}`);
+  t.match((await readJson(missing)).error, { code: -32602 });
+  const numeric = await readJson(await rawModern(url, token, "tasks/get", { taskId: 42, _meta: envelope(TASKS) }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get", "mcp-name": "42" }));
+  t.match(numeric.error, { code: -32602 });
+  const long = "x".repeat(5000);
+  t.match((await rawTask(token, "tasks/get", long)).error, { code: -32602, message: /Task not found/ });
+});
