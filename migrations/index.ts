@@ -18,6 +18,7 @@ import * as deviceToolsOrder from "./0111_device_tools_order.js";
 import * as blobs from "./0120_blobs.js";
 import * as activityEvent from "./0140_activity_event.js";
 import * as credentialDeviceGrants from "./0150_credential_device_grants.js";
+import * as mcpTask from "./0170_mcp_task.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -64,6 +65,7 @@ export const hostMigrations: Record<string, Migration> = {
 export const mcpMigrations: Record<string, Migration> = {
   "0040_mcp": mcp,
   "0041_oauth_provider": oauthProvider,
+  "0170_mcp_task": mcpTask,
 };
 
 /** Every migration the example app runs. */

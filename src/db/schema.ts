@@ -19,6 +19,7 @@ export interface Database {
   passkey: PasskeyTable;
   mcp_setting: McpSettingTable;
   host_device_grant: HostDeviceGrantTable;
+  mcp_task: McpTaskTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -280,3 +281,24 @@ export interface HostDeviceGrantTable {
 export type HostDeviceRow = Selectable<HostDeviceTable>;
 export type HostProposalRow = Selectable<HostProposalTable>;
 export type ActivityEventRow = Selectable<ActivityEventTable>;
+
+/** A tool call that outlives its request (migrations/0170_mcp_task.ts, src/plugins/mcp/tasks.ts). */
+export interface McpTaskTable {
+  id: string;
+  user_id: string;
+  /** The credential key that started it (`token:<id>`, `oauth-token:<hash>`): only it may read it. */
+  credential: string;
+  tool: string;
+  /** A mutate tool's proposal: the task's status is the proposal's. */
+  proposal_id: string | null;
+  /** working | completed | failed | cancelled (a proposal's task stores only `cancelled`). */
+  status: string;
+  result: ColumnType<unknown, string | null, string | null> | null;
+  error: ColumnType<unknown, string | null, string | null> | null;
+  poll_interval_ms: number;
+  /** A read call still `working` past this died with the replica that ran it. */
+  run_deadline: Timestamp | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  expires_at: Timestamp;
+}

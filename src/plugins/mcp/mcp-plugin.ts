@@ -8,6 +8,7 @@ import { SCOPES } from "../session/scopes.js";
 import { authenticate, McpAuthError, type McpCaller, type OAuthVerifier } from "./credentials.js";
 import { metadataRoutes } from "./metadata-routes.js";
 import { hasMcpOAuth, oauthIssuer, oauthVerifier } from "./oauth.js";
+import { McpTasks, type TaskSettings } from "./tasks.js";
 import { createMcpResponder, type McpResponder } from "./transport.js";
 
 export interface McpPluginOptions {
@@ -21,6 +22,8 @@ export interface McpPluginOptions {
    * (Redis away) refuses with 503 `RATE_LIMIT_UNAVAILABLE`. The example app passes one in production.
    */
   rateLimiter?: RateLimiter;
+  /** The tasks extension (2026-07-28): how long a task is kept, how long a call may take before it is one. */
+  tasks?: TaskSettings;
 }
 
 const JSON_RPC_PARSE_ERROR = -32700;
@@ -57,9 +60,12 @@ export const mcpPlugin = fp<McpPluginOptions>(
     const resourcePath = new URL(resourceURL).pathname;
     /** Closers of open notification streams: the server closes them before it stops. */
     const openStreams = new Set<() => void>();
+    // Tool calls that outlive their request, as rows any replica can answer for (tasks.ts).
+    const tasks = new McpTasks(fastify.tetherDb, options.tasks);
     fastify.addHook("preClose", async () => {
       for (const close of openStreams) close();
       openStreams.clear();
+      tasks.close();
     });
 
     // OAuth is on when the auth instance carries the MCP OAuth plugins (see oauth.ts).
@@ -68,7 +74,7 @@ export const mcpPlugin = fp<McpPluginOptions>(
     const approvalKey = signedStateKey((await auth.$context).secret, "mcp-approval");
     const oauth = hasMcpOAuth(auth) ? { issuer: await oauthIssuer(auth), verify: oauthVerifier(auth, fastify.tetherDb, resourceURL) } : undefined;
     const recheckIntervalMs = options.recheckIntervalMs ?? 60_000;
-    const respond = createMcpResponder(fastify, { baseURL, devicesURL: `${baseURL}/devices`, approvalKey, recheckIntervalMs, openStreams });
+    const respond = createMcpResponder(fastify, { baseURL, devicesURL: `${baseURL}/devices`, approvalKey, recheckIntervalMs, openStreams, tasks });
     const handle = requestHandler(fastify, {
       metadataURL: `${new URL(resourceURL).origin}/.well-known/oauth-protected-resource${resourcePath}`,
       verify: oauth?.verify,

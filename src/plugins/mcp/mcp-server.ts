@@ -1,4 +1,5 @@
-import { Server, type CallToolResult, type InputRequiredResult } from "@modelcontextprotocol/server";
+import { Server, type CallToolResult, type InputRequiredResult, type ServerContext } from "@modelcontextprotocol/server";
+import { z } from "zod";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { fenceUntrusted } from "../../tools/index.js";
 import { deviceErrorForModel, devicesForModel, planForModel } from "../host/model-facing.js";
@@ -10,6 +11,7 @@ import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
 import { approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
+import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, taskView, isProposed, type McpTasks, type ProposedCall, type TaskRow, type TaskView } from "./tasks.js";
 import type { DeviceListOutput, ErrorOutput, ProposalOutput, RunOutput } from "./outputs.js";
 import { buildCatalog, DEVICE_ARGUMENT, findDevice, LIST_DEVICES, PROPOSAL_STATUS } from "./catalog.js";
 
@@ -34,6 +36,8 @@ export interface McpServerContext {
   audit(entry: AuditEntry): Promise<void>;
   /** Signs approval states (`requestState`): approval inside the tool call is on when it is given. */
   approvalKey?: SignedStateKey;
+  /** The tasks extension (2026-07-28), for clients that declare it: on when it is given. */
+  tasks?: McpTasks;
   /** A failure that is not a refusal (a bug, a database fault): logged; the client sees INTERNAL. */
   onInternalError(error: unknown): void;
 }
@@ -65,9 +69,10 @@ class Refusal extends Error {
 export function createMcpServer(context: McpServerContext): Server {
   const { host, caller } = context;
   sharedValidator ??= new AjvJsonSchemaValidator();
+  const tasks = context.era === "modern" ? context.tasks : undefined;
   const server = new Server(SERVER_INFO, {
     // 2025: list_changed on the GET stream; 2026-07-28: on subscriptions/listen (streams.ts).
-    capabilities: { tools: { listChanged: true } },
+    capabilities: tasks ? { tools: { listChanged: true }, extensions: { [TASKS_EXTENSION]: {} } } : { tools: { listChanged: true } },
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: sharedValidator,
     ...(context.approvalKey ? { requestState: { verify: approvalVerifier(context.approvalKey) } } : {}),
@@ -99,24 +104,101 @@ export function createMcpServer(context: McpServerContext): Server {
         await context.audit({ ...audited, proposalId: proposal.id, deviceId: proposal.deviceId });
         return proposalStatusResult(proposal, context.devicesURL);
       }
+      if (tasks && declaresTasks(ctx)) return await callAsTask(context, tasks, name, args, ctx.mcpReq.signal, audited);
       const elicitURL = context.era === "modern" && context.approvalKey !== undefined && supportsUrlElicitation(ctx);
-      return await callDeviceTool(context, name, args, { signal: ctx.mcpReq.signal, elicitURL }, audited);
+      const proposed = (proposal: Proposal, device: CalledDevice) =>
+        elicitURL && context.approvalKey ? askForApproval(context.approvalKey, caller, proposal, context.devicesURL) : proposedResult(proposal, device, context.devicesURL);
+      return await callDeviceTool(context, name, args, { signal: ctx.mcpReq.signal, proposed }, audited);
     } catch (error) {
-      const { code, message } = describeFailure(error, context, name);
-      const structured: ErrorOutput = { code, message };
-      return { isError: true, content: [{ type: "text", text: `${code}: ${message}` }], structuredContent: structured };
+      return failureResult(error, context, name);
     }
   });
+  if (tasks) registerTaskHandlers(server, context, tasks);
   return server;
 }
 
-async function callDeviceTool(
+function failureResult(error: unknown, context: McpServerContext, name: string): CallToolResult {
+  const { code, message } = describeFailure(error, context, name);
+  const structured: ErrorOutput = { code, message };
+  return { isError: true, content: [{ type: "text", text: `${code}: ${message}` }], structuredContent: structured };
+}
+
+/**
+ * A device tool called by a client that declares tasks: its result when it comes within
+ * `answerWithinMs`, otherwise a task (tasks.ts) while the call goes on here, no longer tied to the
+ * request. A mutate tool's proposal is a task that waits for the owner, whatever the client's elicitation.
+ */
+async function callAsTask(context: McpServerContext, tasks: McpTasks, name: string, args: Record<string, unknown>, signal: AbortSignal, audited: AuditEntry): Promise<CallToolResult> {
+  const controller = new AbortController();
+  const hangUp = () => controller.abort(signal.reason);
+  // Until the task exists, a client that hangs up cancels the call, as without tasks.
+  signal.addEventListener("abort", hangUp, { once: true });
+  const call = callDeviceTool(context, name, args, { signal: controller.signal, timeoutMs: TASK_CALL_TIMEOUT_MS, proposed: (proposal): ProposedCall => ({ proposed: true, proposal }) }, audited).catch((error: unknown) =>
+    failureResult(error, context, name),
+  );
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), tasks.answerWithinMs);
+  });
+  try {
+    const early = await Promise.race([call, late]);
+    if (early && isProposed(early)) return createTaskResult(await tasks.forProposal(context.caller, name, early.proposal), waitingMessage(context, early.proposal.id));
+    if (early) return early;
+    signal.removeEventListener("abort", hangUp);
+    return createTaskResult(await tasks.forRun(context.caller, name, call, controller));
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", hangUp);
+  }
+}
+
+function waitingMessage(context: McpServerContext, proposalId: string): string {
+  return `Proposed, not applied: waiting for the owner, who approves or rejects it at ${proposalURL(context.devicesURL, proposalId)}`;
+}
+
+const TaskIdParams = z.object({ taskId: z.string() });
+
+/** `tasks/get`, `tasks/update` and `tasks/cancel` (2026-07-28's tasks extension), for the caller's own tasks. */
+function registerTaskHandlers(server: Server, context: McpServerContext, tasks: McpTasks): void {
+  server.setRequestHandler("tasks/get", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
+    requireTasks(ctx);
+    return { ...(await detailedTask(context, await tasks.find(context.caller, taskId))) };
+  });
+  // Tether's tasks never ask the client for input: an answer is acknowledged and ignored, as the extension asks.
+  server.setRequestHandler("tasks/update", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
+    requireTasks(ctx);
+    await tasks.find(context.caller, taskId);
+    return {};
+  });
+  server.setRequestHandler("tasks/cancel", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
+    requireTasks(ctx);
+    await tasks.cancel(context.caller, taskId);
+    return {};
+  });
+}
+
+/** A task as `tasks/get` shows it: a proposal's takes its status and result from the proposal. */
+async function detailedTask(context: McpServerContext, row: TaskRow): Promise<TaskView> {
+  if (!row.proposal_id || row.status === "cancelled") return taskView(row);
+  const proposal = await context.host.proposal(context.caller.userId, row.proposal_id, context.caller.deviceIds);
+  if (proposal.status === "pending" || proposal.status === "applying") return taskView(row, { status: "working", statusMessage: waitingMessage(context, proposal.id) });
+  const result = proposalStatusResult(proposal, context.devicesURL);
+  const decided = proposal.finishedAt ?? proposal.decidedAt;
+  return taskView(row, {
+    status: "completed",
+    statusMessage: `The proposal is ${proposal.status}`,
+    ...(decided ? { lastUpdatedAt: new Date(decided).toISOString() } : {}),
+    result: { resultType: "complete", ...(proposal.status === "applied" ? result : { ...result, isError: true }) },
+  });
+}
+
+async function callDeviceTool<T>(
   context: McpServerContext,
   name: string,
   args: Record<string, unknown>,
-  { signal, elicitURL }: { signal: AbortSignal; elicitURL: boolean },
+  options: { signal: AbortSignal; timeoutMs?: number; proposed: (proposal: Proposal, device: CalledDevice) => T },
   audited: AuditEntry,
-): Promise<CallToolResult | InputRequiredResult> {
+): Promise<CallToolResult | T> {
   const { host, caller } = context;
   const { [DEVICE_ARGUMENT]: reference, ...input } = args;
   // Refusals made here, before the host service sees the call, are audited here.
@@ -135,11 +217,9 @@ async function callDeviceTool(
   }
   if (!device.online) return refuse("DEVICE_OFFLINE", `Device ${device.id} is offline; ask the owner to start Tether on it`, device.id);
 
-  const outcome = await host.call(caller, { deviceId: device.id, tool: name, input, signal });
-  if (outcome.kind === "proposal") {
-    if (elicitURL && context.approvalKey) return askForApproval(context.approvalKey, caller, outcome.proposal, context.devicesURL);
-    return proposedResult(outcome.proposal, device, context.devicesURL);
-  }
+  const { signal, timeoutMs } = options;
+  const outcome = await host.call(caller, { deviceId: device.id, tool: name, input, signal, ...(timeoutMs ? { timeoutMs } : {}) });
+  if (outcome.kind === "proposal") return options.proposed(outcome.proposal, device);
   // The device sends its result raw; it is fenced once, here, where it leaves Tether for a model.
   const fenced = fenceUntrusted(outcome.result, `${device.id}:${name}`);
   const truncated = isTruncated(outcome.result);

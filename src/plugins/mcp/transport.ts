@@ -1,13 +1,14 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
 import { createMcpHandler, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { StreamLease } from "../../http/stream-limits.js";
-import { toWebHeaders } from "../../http/web-headers.js";
 import * as audit from "../host/audit.js";
 import type { McpCaller } from "./credentials.js";
 import { createMcpServer } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
+import type { McpTasks } from "./tasks.js";
 
 export interface McpTransportOptions {
   /** The server's public base URL (no trailing slash): requests are rebuilt against it for the SDK. */
@@ -19,6 +20,8 @@ export interface McpTransportOptions {
   recheckIntervalMs: number;
   /** Closers of open notification streams (the plugin closes them before the server stops). */
   openStreams: Set<() => void>;
+  /** Tool calls that outlive their request (the tasks extension, tasks.ts). */
+  tasks: McpTasks;
 }
 
 /** Answers an authenticated /mcp request; `lease` is the request's stream slot when it holds a notification stream. */
@@ -43,6 +46,7 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
       devicesURL: options.devicesURL,
       era,
       approvalKey: options.approvalKey,
+      tasks: options.tasks,
       audit: async (entry) => audit.record(fastify.tetherAudit, entry),
       onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
     });
@@ -95,7 +99,7 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   };
 
   return async (request, reply, caller, lease) => {
-    const webRequest = new Request(new URL(request.url, baseURL), { method: request.method, headers: toWebHeaders(request.headers) });
+    const webRequest = new Request(baseURL + request.url, { method: request.method, headers: protocolHeaders(request.headers) });
     if (request.method === "POST" && (claimsModernRevision(request) || !(await isLegacyRequest(webRequest, request.body)))) {
       if (lease) {
         const factory = (ctx: { authInfo?: AuthInfo; era: "legacy" | "modern" }) => serverFor(callerOf(ctx.authInfo), ctx.era);
@@ -133,4 +137,19 @@ function callerOf(authInfo: AuthInfo | undefined): McpCaller {
   const caller = authInfo?.extra?.caller as McpCaller | undefined;
   if (!caller) throw new Error("mcp: a request reached the server factory without its authenticated caller");
   return caller;
+}
+
+/**
+ * The headers the SDK reads (the `Mcp-*` ones, `Content-Type`, `Accept`, `Last-Event-ID`), as a plain
+ * object: the credential, Host and Origin were checked before the route (the SDK gets the caller in
+ * `authInfo`), and a `Request` built from a copy of every header cost twice as much (profiled).
+ */
+function protocolHeaders(incoming: IncomingHttpHeaders): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name in incoming) {
+    if (!(name.startsWith("mcp-") || name === "content-type" || name === "accept" || name === "last-event-id")) continue;
+    const value = incoming[name];
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return headers;
 }
