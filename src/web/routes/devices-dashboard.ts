@@ -16,6 +16,7 @@ import { wantsFragment } from "../render.js";
 import { decidedView, proposalView, type DecidedView, type ProposalView } from "../proposal-view.js";
 import { formAction, formFields, readForm, type FormAction, type FormBody } from "../schema-form.js";
 import { proposalPages } from "./proposal-pages.js";
+import { UPLOAD_TOOL, uploadRoute } from "./devices-upload.js";
 import { resultView, type ResultView } from "../result-view.js";
 
 /**
@@ -68,6 +69,8 @@ interface ToolPanel {
   /** The result as people read it (a table, numbered lines, labelled values), beside the raw JSON. */
   view?: ResultView;
   proposal?: ProposalView;
+  /** write_file with blobs on: the panel offers a file upload too (`devices-upload.ts`). */
+  upload?: boolean;
 }
 
 /** The proposals panel: one page of them, how many wait in all, and where the next page starts. */
@@ -93,6 +96,7 @@ const routes: FastifyPluginAsync = async (instance) => {
   });
 
   const userId = (request: FastifyRequest) => signedInUser(request).id;
+  const uploads = fastify.hasDecorator("tetherBlobs");
 
   /** One page of pending proposals: only the start of each diff is read, and the page's diffs share one diff's limits. */
   const proposalPanel = async (owner: string, devices: DeviceView[], cursor?: string): Promise<ProposalPanel> => {
@@ -119,7 +123,7 @@ const routes: FastifyPluginAsync = async (instance) => {
     }
     const tool = device.tools.find((candidate) => candidate.name === toolName);
     if (!tool) throw notFound(`“${device.name}” has no tool named “${toolName.slice(0, 64)}”.`);
-    return { device, tool, fields: formFields(tool.inputSchema, submitted, action) };
+    return { device, tool, fields: formFields(tool.inputSchema, submitted, action), ...(uploads && tool.name === UPLOAD_TOOL ? { upload: true } : {}) };
   };
 
   /**
@@ -309,6 +313,14 @@ const routes: FastifyPluginAsync = async (instance) => {
   });
 
   await fastify.register(proposalPages);
+  // Its own context: the multipart parser serves this one route only.
+  if (uploads) {
+    const show = (request: FastifyRequest, reply: FastifyReply, panel: ToolPanel, status: number) => {
+      reply.code(status);
+      return wantsFragment(request) ? reply.tetherRender("devices/tool", { tool: panel }) : page(request, reply, { tool: panel });
+    };
+    await fastify.register(uploadRoute({ toolPanel: (owner, deviceId, tool) => toolPanel(owner, deviceId, tool), show }));
+  }
 };
 
 function setResult(panel: ToolPanel, result: unknown, input: unknown): void {

@@ -1,4 +1,7 @@
 import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import type { Readable } from "node:stream";
 import type { Kysely } from "kysely";
 import type { Database } from "../../../db/schema.js";
@@ -24,6 +27,8 @@ export interface BlobServiceOptions {
   retentionMs?: number;
   quotaBytes?: number;
   urlTtlMs?: number;
+  /** Where browser uploads wait while they are counted and hashed (`staged-upload.ts`); default the OS's temp folder. */
+  stagingDir?: string;
 }
 
 /** A blob as the API shows it: `url` is a signed download URL until `expiresAt`. */
@@ -122,6 +127,23 @@ export function createBlobService(options: BlobServiceOptions) {
     return true;
   }
 
+  /**
+   * A staged upload (its size and digest learnt by reading it) made a complete blob of `userId`'s: the quota
+   * checked with its real size, the bytes put into the store (which checks them once more). A failure keeps
+   * no row and no bytes. The staging file is the caller's to discard.
+   */
+  async function adopt(spec: Omit<BlobSpec, "size" | "digest">, staged: { file: string; size: number; digest: string }): Promise<BlobRecord> {
+    const blob = await create({ ...spec, size: staged.size, digest: staged.digest });
+    try {
+      await store.put(blob.id, fs.createReadStream(staged.file), { size: blob.size, digest: blob.digest });
+      await repo.markComplete(db, blob.id);
+    } catch (error) {
+      await repo.deleteBlob(db, blob.id).catch(() => {});
+      throw error;
+    }
+    return { ...blob, complete: true };
+  }
+
   const fromDevice = deviceFetches(db);
 
   async function open(blob: BlobRecord, range?: ByteRange): Promise<Readable> {
@@ -133,7 +155,7 @@ export function createBlobService(options: BlobServiceOptions) {
     await removeBytes(store, await repo.deleteForDevice(db, deviceId));
   }
 
-  return { store, retentionMs, quotaBytes, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
+  return { store, retentionMs, quotaBytes, stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"), adopt, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
 }
 
 export type BlobService = ReturnType<typeof createBlobService>;
