@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import { pipeline, Readable, type PassThrough } from "node:stream";
+import { liveUploads } from "./live-upload.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../../../db/schema.js";
 import type { SignedStateKey } from "../../../crypto/signed-state.js";
@@ -114,8 +115,16 @@ export function createBlobService(options: BlobServiceOptions) {
     const { blob, nonce } = await granted(id, token, "put", callerUserId);
     if (blob.complete) throw new BlobError("BLOB_URL_USED", "This blob is already complete; the upload URL was used");
     if (!nonce || !(await repo.claimUpload(db, id, nonce))) throw new BlobError("BLOB_URL_USED", "This upload URL was already used (or replaced by a newer one)");
-    await store.put(id, body, { size: blob.size, digest: blob.digest });
-    await repo.markComplete(db, id);
+    // Downloads waiting for this blob get the bytes as they arrive; the last chunk only once verified and complete.
+    const tee = live.start(id, blob.size);
+    try {
+      await store.put(id, tee ? pipeline(body, tee, () => {}) : body, { size: blob.size, digest: blob.digest });
+      await repo.markComplete(db, id);
+    } catch (error) {
+      tee?.abort(liveFailure(error, body));
+      throw error;
+    }
+    tee?.release();
     return { ...blob, complete: true };
   }
 
@@ -145,6 +154,28 @@ export function createBlobService(options: BlobServiceOptions) {
   }
 
   const fromDevice = deviceFetches(db);
+  const live = liveUploads();
+
+  /**
+   * An incomplete device blob's first download: a stream of its bytes as the device uploads them (`live-upload.ts`)
+   * when the upload reaches this replica, else (an upload already under way, or one that went elsewhere) the blob
+   * once complete. A refusal before the upload starts rejects, as `fetchFromDevice` does.
+   */
+  async function follow(blob: BlobRecord): Promise<Readable | BlobRecord> {
+    const waiter = live.wait(blob.id);
+    const fetched = fromDevice.fetch(blob);
+    try {
+      const first = await Promise.race([waiter.stream, fetched]);
+      if (!(first instanceof Readable)) return first;
+      // A call that fails after the upload began (the device gone): the stream is cut, unless it is already whole.
+      fetched.catch((error: unknown) => {
+        if (!(first as PassThrough).writableEnded) first.destroy(error instanceof Error ? error : new Error(String(error)));
+      });
+      return first;
+    } finally {
+      waiter.cancel();
+    }
+  }
 
   async function open(blob: BlobRecord, range?: ByteRange): Promise<Readable> {
     if (!blob.complete) throw new BlobError("BLOB_INCOMPLETE", "This blob's upload did not complete; ask for it again to start over");
@@ -155,10 +186,17 @@ export function createBlobService(options: BlobServiceOptions) {
     await removeBytes(store, await repo.deleteForDevice(db, deviceId));
   }
 
-  return { store, retentionMs, quotaBytes, stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"), adopt, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
+  return { store, retentionMs, quotaBytes, stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"), adopt, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, follow, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
 }
 
 export type BlobService = ReturnType<typeof createBlobService>;
+
+/** Why a streamed download is cut: the bytes' own mismatch, a device gone before its body ended (incomplete), or the store's fault. */
+function liveFailure(error: unknown, body: Readable): Error {
+  if (error instanceof BlobError && error.code !== "BLOB_STORE_UNAVAILABLE") return error;
+  if (!body.readableEnded) return new BlobError("BLOB_INCOMPLETE", "The device stopped before the upload completed; fetch the URL again to start over");
+  return error instanceof Error ? error : new Error(String(error));
+}
 
 async function removeBytes(store: BlobStore, ids: string[]): Promise<void> {
   for (const id of ids) await store.delete(id).catch(() => {});
