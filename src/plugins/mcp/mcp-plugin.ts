@@ -104,6 +104,8 @@ export const mcpPlugin = fp<McpPluginOptions>(
         .send({ error: error.error, error_description: error.message });
     };
 
+    // Blob resource_links are readable through resources/read when the app keeps blobs.
+    const blobs = fastify.hasDecorator("tetherBlobs") ? { service: fastify.tetherBlobs, urlPrefix: `${String(fastify.tetherAuth.options.baseURL).replace(/\/$/, "")}/api/host/blobs/` } : undefined;
     const serverFor = (caller: McpCaller, era: "legacy" | "modern") => {
       let allowsActions: Promise<boolean> | undefined;
       return createMcpServer({
@@ -114,6 +116,7 @@ export const mcpPlugin = fp<McpPluginOptions>(
         devicesURL,
         era,
         approvalKey,
+        ...(blobs ? { blobs } : {}),
         audit: async (entry) => audit.record(fastify.tetherAudit, entry),
         onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
       });

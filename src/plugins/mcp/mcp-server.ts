@@ -10,6 +10,8 @@ import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
 import { approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
+import { serveBlobResources } from "./blob-resources.js";
+import type { BlobService } from "../host/blobs/service.js";
 import type { DeviceListOutput, ErrorOutput, ProposalOutput, RunOutput } from "./outputs.js";
 import { buildCatalog, DEVICE_ARGUMENT, findDevice, LIST_DEVICES, PROPOSAL_STATUS } from "./catalog.js";
 
@@ -34,6 +36,8 @@ export interface McpServerContext {
   audit(entry: AuditEntry): Promise<void>;
   /** Signs approval states (`requestState`): approval inside the tool call is on when it is given. */
   approvalKey?: SignedStateKey;
+  /** Blobs, when the app has them: `resource_link`s are then readable through `resources/read` (blob-resources.ts). */
+  blobs?: { service: BlobService; urlPrefix: string };
   /** A failure that is not a refusal (a bug, a database fault): logged; the client sees INTERNAL. */
   onInternalError(error: unknown): void;
 }
@@ -67,11 +71,13 @@ export function createMcpServer(context: McpServerContext): Server {
   sharedValidator ??= new AjvJsonSchemaValidator();
   const server = new Server(SERVER_INFO, {
     // 2025: list_changed on the GET stream; 2026-07-28: on subscriptions/listen (streams.ts).
-    capabilities: { tools: { listChanged: true } },
+    capabilities: { tools: { listChanged: true }, ...(context.blobs ? { resources: {} } : {}) },
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: sharedValidator,
     ...(context.approvalKey ? { requestState: { verify: approvalVerifier(context.approvalKey) } } : {}),
   });
+
+  if (context.blobs) serveBlobResources(server, { blobs: context.blobs.service, blobURLPrefix: context.blobs.urlPrefix, caller, audit: (entry) => context.audit(entry) });
 
   server.setRequestHandler("tools/list", async () => {
     const devices = await host.listDevices(caller.userId, caller.deviceIds);
