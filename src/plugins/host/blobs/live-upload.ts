@@ -55,7 +55,7 @@ export class Tee extends Transform {
   private bytes = 0;
 
   constructor(private readonly size: number) {
-    super();
+    super({ highWaterMark: 1024 * 1024 });
   }
 
   follow(): Readable {
