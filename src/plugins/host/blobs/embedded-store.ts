@@ -7,17 +7,17 @@ import { MeasuredBody } from "./measured-body.js";
 import { BLOB_ID, BlobError, type BlobStore } from "./store.js";
 
 /**
+ * How much of an upload may wait between its stages (hashing, the file): a 64 KB socket read passes without
+ * every stage pausing the next (Node's 16 KB default), still bounded per upload.
+ */
+const UPLOAD_BUFFER_BYTES = 1024 * 1024;
+
+/**
  * The embedded blob store: one file per blob under `dir` (by default `DATA_DIR/blobs`). An upload is
  * streamed into `dir/tmp`, hashed on the way, and renamed into place only when its size and digest are
  * the announced ones, so a reader never sees a partial blob and a refused or broken upload leaves
  * nothing behind. One replica only: another replica would not see these files (use the S3 store).
  */
-/**
- * How much of an upload may wait between its stages (hashing, the file): a 64 KB socket read passes without
- * every stage pausing the next (Node's 16 KB default halves the first fetch's throughput), still bounded per upload.
- */
-const UPLOAD_BUFFER_BYTES = 1024 * 1024;
-
 export function createEmbeddedBlobStore(dir: string): BlobStore {
   const tmp = path.join(dir, "tmp");
   let ready: Promise<unknown> | undefined;
