@@ -158,7 +158,7 @@ export async function benchBlobs(): Promise<void> {
     const rate = (r: { seconds: number; bytes: number }) => r.bytes / 1024 / 1024 / r.seconds;
     console.log(`\nblobs: a ${fmt(MB)} MB file from a device through a handle, over loopback`);
     console.log(`  handle made (read_file: hash on the device)   ${fmt(handleSeconds)} s`);
-    console.log(`  first fetch (device uploads, then streamed)   ${fmt(rate(first))} MB/s  (${fmt(rate(first) / rate(baseline) * 100)}% of nginx)`);
+    console.log(`  first fetch (streamed as the device uploads)  ${fmt(rate(first))} MB/s  (${fmt(rate(first) / rate(baseline) * 100)}% of nginx)`);
     console.log(`  second fetch (from the embedded store)        ${fmt(rate(second))} MB/s  (${fmt(rate(second) / rate(baseline) * 100)}% of nginx)`);
     console.log(`  nginx, the same file from disk (baseline)     ${fmt(rate(baseline))} MB/s`);
     console.log(`  server RSS ${fmt(before.server.rss)} MB before, peak ${fmt(after.server.peak)} MB during the first fetch (+${fmt(after.server.peak - before.server.rss)} MB)`);

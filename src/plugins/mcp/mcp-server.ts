@@ -12,6 +12,8 @@ import type { SignedStateKey } from "../../crypto/signed-state.js";
 import { approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
 import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, taskView, isProposed, type McpTasks, type ProposedCall, type TaskRow, type TaskView } from "./tasks.js";
+import { serveBlobResources } from "./blob-resources.js";
+import type { BlobService } from "../host/blobs/service.js";
 import type { DeviceListOutput, ErrorOutput, ProposalOutput, RunOutput } from "./outputs.js";
 import { buildCatalog, DEVICE_ARGUMENT, findDevice, LIST_DEVICES, PROPOSAL_STATUS } from "./catalog.js";
 
@@ -38,6 +40,8 @@ export interface McpServerContext {
   approvalKey?: SignedStateKey;
   /** The tasks extension (2026-07-28), for clients that declare it: on when it is given. */
   tasks?: McpTasks;
+  /** Blobs, when the app has them: `resource_link`s are then readable through `resources/read` (blob-resources.ts). */
+  blobs?: { service: BlobService; urlPrefix: string };
   /** A failure that is not a refusal (a bug, a database fault): logged; the client sees INTERNAL. */
   onInternalError(error: unknown): void;
 }
@@ -72,11 +76,17 @@ export function createMcpServer(context: McpServerContext): Server {
   const tasks = context.era === "modern" ? context.tasks : undefined;
   const server = new Server(SERVER_INFO, {
     // 2025: list_changed on the GET stream; 2026-07-28: on subscriptions/listen (streams.ts).
-    capabilities: tasks ? { tools: { listChanged: true }, extensions: { [TASKS_EXTENSION]: {} } } : { tools: { listChanged: true } },
+    capabilities: {
+      tools: { listChanged: true },
+      ...(context.blobs ? { resources: {} } : {}),
+      ...(tasks ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+    },
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: sharedValidator,
     ...(context.approvalKey ? { requestState: { verify: approvalVerifier(context.approvalKey) } } : {}),
   });
+
+  if (context.blobs) serveBlobResources(server, { blobs: context.blobs.service, blobURLPrefix: context.blobs.urlPrefix, caller, audit: (entry) => context.audit(entry) });
 
   server.setRequestHandler("tools/list", async () => {
     const devices = await host.listDevices(caller.userId, caller.deviceIds);

@@ -36,6 +36,8 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   const { baseURL, recheckIntervalMs, openStreams } = options;
   const db = fastify.tetherDb;
 
+  // Blob resource_links are readable through resources/read when the app keeps blobs.
+  const blobs = fastify.hasDecorator("tetherBlobs") ? { service: fastify.tetherBlobs, urlPrefix: `${baseURL}/api/host/blobs/` } : undefined;
   const serverFor = (caller: McpCaller, era: "legacy" | "modern") => {
     let allowsActions: Promise<boolean> | undefined;
     return createMcpServer({
@@ -47,6 +49,7 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
       era,
       approvalKey: options.approvalKey,
       tasks: options.tasks,
+      ...(blobs ? { blobs } : {}),
       audit: async (entry) => audit.record(fastify.tetherAudit, entry),
       onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
     });

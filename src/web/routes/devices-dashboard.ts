@@ -10,7 +10,8 @@ import { openSseStream, type SseStream } from "../../plugins/host/sse-channel.js
 import { installCommands } from "../install-commands.js";
 import { wantsFragment } from "../render.js";
 import { deviceToolPages } from "./device-tool-pages.js";
-import { baseURLOf, DEVICES_PATH, devicesPage, downloadsPanel, listDevices, ownerOf, proposalPanel, toolPanel } from "./devices-view.js";
+import { uploadRoute } from "./devices-upload.js";
+import { baseURLOf, DEVICES_PATH, devicesPage, downloadsPanel, listDevices, ownerOf, proposalPanel, toolPanel, type ToolPanel } from "./devices-view.js";
 import { proposalPages } from "./proposal-pages.js";
 
 export { PROPOSALS_PER_PAGE, RECENT_DECISIONS } from "./devices-view.js";
@@ -54,6 +55,18 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(deviceActions);
   await fastify.register(deviceToolPages);
   await fastify.register(proposalPages);
+  // Its own context: the multipart parser serves this one route only.
+  if (fastify.hasDecorator("tetherBlobs")) {
+    await fastify.register(
+      uploadRoute({
+        toolPanel: (owner, deviceId, tool) => toolPanel(fastify, owner, deviceId, tool),
+        show: (request, reply, panel: ToolPanel, status) => {
+          reply.code(status);
+          return wantsFragment(request) ? reply.tetherRender("devices/tool", { tool: panel }) : devicesPage(request, reply, { tool: panel });
+        },
+      }),
+    );
+  }
 };
 
 /** The page, and each panel alone (what htmx swaps in when the panel's event comes). */

@@ -9,6 +9,7 @@ import { installCommands, platformLabel, unavailablePlatforms } from "../install
 import { decidedView, proposalView, type DecidedView, type ProposalView } from "../proposal-view.js";
 import { resultView, type ResultView } from "../result-view.js";
 import { formFields, type FormAction, type FormBody } from "../schema-form.js";
+import { UPLOAD_TOOL } from "./devices-upload.js";
 
 /**
  * What the /devices page shows, panel by panel (the device list, the downloads card, a tool's form and
@@ -37,6 +38,8 @@ export interface ToolPanel {
   /** The result as people read it (a table, numbered lines, labelled values), beside the raw JSON. */
   view?: ResultView;
   proposal?: ProposalView;
+  /** write_file with blobs on: the panel offers a file upload too (`devices-upload.ts`). */
+  upload?: boolean;
 }
 
 /** The proposals panel: one page of them, how many wait in all, and where the next page starts. */
@@ -88,7 +91,8 @@ export async function toolPanel(
   }
   const tool = device.tools.find((candidate) => candidate.name === toolName);
   if (!tool) throw notFound(`“${device.name}” has no tool named “${toolName.slice(0, 64)}”.`);
-  return { device, tool, fields: formFields(tool.inputSchema, submitted, action) };
+  const upload = tool.name === UPLOAD_TOOL && fastify.hasDecorator("tetherBlobs");
+  return { device, tool, fields: formFields(tool.inputSchema, submitted, action), ...(upload ? { upload } : {}) };
 }
 
 /** A read or action tool's result in the tool panel: the raw JSON and the readable view. */

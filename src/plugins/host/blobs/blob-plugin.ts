@@ -39,12 +39,15 @@ export const blobPlugin = fp<BlobPluginOptions>(
   async (fastify, options) => {
     const secret = options.secret ?? fastify.tetherAuth.options.secret;
     if (!secret) throw new Error("blobPlugin: no secret to sign blob URLs with");
-    const store = options.store ?? createEmbeddedBlobStore(path.resolve(options.dir ?? "data/blobs"));
+    const dir = path.resolve(options.dir ?? "data/blobs");
+    const store = options.store ?? createEmbeddedBlobStore(dir);
     const service = createBlobService({
       db: fastify.tetherDb,
       store,
       key: blobUrlKey(secret),
       baseURL: String(fastify.tetherAuth.options.baseURL),
+      // Browser uploads wait here while counted and hashed (beside the embedded store's files: same disk, no tmpfs).
+      stagingDir: path.join(dir, "staging"),
       ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
       ...(options.quotaBytes !== undefined ? { quotaBytes: options.quotaBytes } : {}),
       ...(options.urlTtlMs !== undefined ? { urlTtlMs: options.urlTtlMs } : {}),

@@ -7,6 +7,12 @@ import { MeasuredBody } from "./measured-body.js";
 import { BLOB_ID, BlobError, type BlobStore } from "./store.js";
 
 /**
+ * How much of an upload may wait between its stages (hashing, the file): a 64 KB socket read passes without
+ * every stage pausing the next (Node's 16 KB default), still bounded per upload.
+ */
+const UPLOAD_BUFFER_BYTES = 1024 * 1024;
+
+/**
  * The embedded blob store: one file per blob under `dir` (by default `DATA_DIR/blobs`). An upload is
  * streamed into `dir/tmp`, hashed on the way, and renamed into place only when its size and digest are
  * the announced ones, so a reader never sees a partial blob and a refused or broken upload leaves
@@ -29,9 +35,9 @@ export function createEmbeddedBlobStore(dir: string): BlobStore {
         throw storeFault(error);
       });
       const temp = path.join(tmp, `${id}.${randomBytes(6).toString("hex")}`);
-      const counter = new MeasuredBody(expect);
+      const counter = new MeasuredBody(expect, UPLOAD_BUFFER_BYTES);
       try {
-        await pipeline(body, counter, fs.createWriteStream(temp, { flags: "wx", mode: 0o600 }));
+        await pipeline(body, counter, fs.createWriteStream(temp, { flags: "wx", mode: 0o600, highWaterMark: UPLOAD_BUFFER_BYTES }));
         await rename(temp, target);
       } catch (error) {
         await rm(temp, { force: true }).catch(() => {});

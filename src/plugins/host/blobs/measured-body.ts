@@ -11,8 +11,11 @@ export class MeasuredBody extends Transform {
   private readonly hash = createHash("sha256");
   bytes = 0;
 
-  constructor(private readonly expect: BlobExpectation) {
-    super();
+  constructor(
+    private readonly expect: BlobExpectation,
+    highWaterMark?: number,
+  ) {
+    super(highWaterMark ? { highWaterMark } : {});
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null, data?: Buffer) => void): void {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { HttpError } from "../../../http/errors.js";
 import { jsonResponses } from "../../../http/response-schemas.js";
 import { strictValidatorCompiler } from "../../../http/strict-validator.js";
@@ -74,7 +75,10 @@ export function blobRoutes(blobs: BlobService): FastifyPluginAsyncTypebox {
     fastify.get("/api/host/blobs/:id", { schema: { params: IdParams, querystring: TokenQuery, response: jsonResponses({ 200: BlobBytes, 206: BlobBytes, 307: BlobBytes }) } }, async (request, reply) => {
       const signedIn = await signedInUser(request);
       const { blob } = await blobs.granted(request.params.id, request.query.t, "get", signedIn);
-      const ready = blob.complete ? blob : await blobs.fetchFromDevice(blob);
+      // The first download streams while the device uploads (embedded store, whole file); a range, or a bucket, waits for it.
+      const streamed = !blob.complete && !blobs.store.presignPut && !request.headers.range;
+      const first = blob.complete ? blob : streamed ? await blobs.follow(blob) : await blobs.fetchFromDevice(blob);
+      const ready = first instanceof Readable ? blob : first;
       // Who fetched which file: the owner signed in, or whoever held the URL.
       if (fastify.hasDecorator("tetherAudit")) {
         audit.record(fastify.tetherAudit, { userId: blob.userId, deviceId: blob.deviceId, actor: signedIn ? "session" : "url", event: "blob_fetch", outcome: "ok", detail: { ...blobDetail(blob), ...(request.headers.range ? { range: request.headers.range } : {}) } });
@@ -84,7 +88,7 @@ export function blobRoutes(blobs: BlobService): FastifyPluginAsyncTypebox {
         const url = await blobs.store.presignGet(ready.id, new Date(Date.now() + 5 * 60_000), { contentType: ready.contentType, ...(ready.path ? { fileName: path.basename(ready.path) } : {}) });
         return reply.code(307).header("cache-control", "private, no-store").redirect(url, 307);
       }
-      return sendBlob(blobs, ready, request, reply);
+      return sendBlob(blobs, ready, request, reply, first instanceof Readable ? first : undefined);
     });
   };
 }
@@ -95,12 +99,13 @@ async function signedInUser(request: FastifyRequest): Promise<string | undefined
   return session?.user.id;
 }
 
-/** The whole blob (200) or one range of it (206), streamed from the store, with its digest as the ETag. */
-async function sendBlob(blobs: BlobService, blob: BlobRecord, request: FastifyRequest, reply: FastifyReply) {
+/** The whole blob (200) or one range of it (206), streamed from the store (or `live`, as it uploads), with its digest as the ETag. */
+async function sendBlob(blobs: BlobService, blob: BlobRecord, request: FastifyRequest, reply: FastifyReply, live?: Readable) {
   const etag = `"${blob.digest}"`;
   reply.header("etag", etag).header("accept-ranges", "bytes").header("cache-control", "private, no-store").type(blob.contentType);
   reply.header("x-content-type-options", "nosniff");
   if (blob.path) reply.header("content-disposition", `attachment; filename*=UTF-8''${encodeURIComponent(path.basename(blob.path))}`);
+  if (live) return reply.header("content-length", blob.size).send(live);
   const ifRange = request.headers["if-range"];
   const range = parseRange(request.headers.range, blob.size, Array.isArray(ifRange) ? ifRange[0] : ifRange, etag);
   if (range === "invalid") {

@@ -1,5 +1,9 @@
 import { randomBytes } from "node:crypto";
-import type { Readable } from "node:stream";
+import fs from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pipeline, Readable, type PassThrough } from "node:stream";
+import { liveUploads, type LiveUploads } from "./live-upload.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../../../db/schema.js";
 import type { SignedStateKey } from "../../../crypto/signed-state.js";
@@ -9,6 +13,9 @@ import type { BlobRecord, NewBlob } from "./repository.js";
 import { blobUrls, type BlobHandle } from "./urls.js";
 
 export type { BlobHandle };
+
+/** A file whose size and sha256 are known (a staged browser upload). */
+type StagedFile = { file: string; size: number; digest: string };
 
 /** Defaults, documented in docs/blobs.md. */
 export const DEFAULT_BLOB_RETENTION_MS = 24 * 3_600_000;
@@ -26,6 +33,8 @@ export interface BlobServiceOptions {
   retentionMs?: number;
   quotaBytes?: number;
   urlTtlMs?: number;
+  /** Where browser uploads wait while they are counted and hashed (`staged-upload.ts`); default the OS's temp folder. */
+  stagingDir?: string;
 }
 
 export type BlobSpec = Omit<NewBlob, "id" | "expiresAt">;
@@ -70,8 +79,7 @@ export function createBlobService(options: BlobServiceOptions) {
     const { blob, nonce } = await granted(id, token, "put", callerUserId);
     if (blob.complete) throw new BlobError("BLOB_URL_USED", "This blob is already complete; the upload URL was used");
     if (!nonce || !(await repo.claimUpload(db, id, nonce))) throw new BlobError("BLOB_URL_USED", "This upload URL was already used (or replaced by a newer one)");
-    await store.put(id, body, { size: blob.size, digest: blob.digest });
-    await repo.markComplete(db, id);
+    await putTeed(live, blob, body, () => store.put(id, body, { size: blob.size, digest: blob.digest }), (teed) => store.put(id, teed, { size: blob.size, digest: blob.digest }), () => repo.markComplete(db, id));
     return { ...blob, complete: true };
   }
 
@@ -83,7 +91,12 @@ export function createBlobService(options: BlobServiceOptions) {
     return true;
   }
 
+  const adopt = (spec: Omit<BlobSpec, "size" | "digest">, staged: StagedFile) => adoptStaged(db, store, create, spec, staged);
+
   const fromDevice = deviceFetches(db);
+  const live = liveUploads();
+
+  const follow = (blob: BlobRecord) => followUpload(live, fromDevice.fetch, blob);
 
   async function open(blob: BlobRecord, range?: ByteRange): Promise<Readable> {
     if (!blob.complete) throw new BlobError("BLOB_INCOMPLETE", "This blob's upload did not complete; ask for it again to start over");
@@ -94,10 +107,76 @@ export function createBlobService(options: BlobServiceOptions) {
     await removeBytes(store, await repo.deleteForDevice(db, deviceId));
   }
 
-  return { store, retentionMs, quotaBytes, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
+  return { store, retentionMs, quotaBytes, stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"), adopt, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, follow, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
 }
 
 export type BlobService = ReturnType<typeof createBlobService>;
+
+/** Why a streamed download is cut: the bytes' own mismatch, a device gone before its body ended (incomplete), or the store's fault. */
+function liveFailure(error: unknown, body: Readable): Error {
+  if (error instanceof BlobError && error.code !== "BLOB_STORE_UNAVAILABLE") return error;
+  if (!body.readableEnded) return new BlobError("BLOB_INCOMPLETE", "The device stopped before the upload completed; fetch the URL again to start over");
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * A staged upload (its size and digest learnt by reading it) made a complete blob of its owner's: the quota
+ * checked with its real size, the bytes put into the store (which checks them once more). A failure keeps no row
+ * and no bytes. The staging file is the caller's to discard.
+ */
+async function adoptStaged(db: Kysely<Database>, store: BlobStore, create: (spec: BlobSpec) => Promise<BlobRecord>, spec: Omit<BlobSpec, "size" | "digest">, staged: StagedFile): Promise<BlobRecord> {
+  const blob = await create({ ...spec, size: staged.size, digest: staged.digest });
+  try {
+    await store.put(blob.id, fs.createReadStream(staged.file), { size: blob.size, digest: blob.digest });
+    await repo.markComplete(db, blob.id);
+  } catch (error) {
+    await repo.deleteBlob(db, blob.id).catch(() => {});
+    throw error;
+  }
+  return { ...blob, complete: true };
+}
+
+/**
+ * An incomplete device blob's first download: a stream of its bytes as the device uploads them (`live-upload.ts`)
+ * when the upload reaches this replica, else (an upload already under way, or one that went elsewhere) the blob
+ * once complete. A refusal before the upload starts rejects, as the device fetch does.
+ */
+async function followUpload(live: LiveUploads, fetchFromDevice: (blob: BlobRecord) => Promise<BlobRecord>, blob: BlobRecord): Promise<Readable | BlobRecord> {
+  const waiter = live.wait(blob.id);
+  const fetched = fetchFromDevice(blob);
+  try {
+    const first = await Promise.race([waiter.stream, fetched]);
+    if (!(first instanceof Readable)) return first;
+    // A call that fails after the upload began (the device gone): the stream is cut, unless it is already whole.
+    fetched.catch((error: unknown) => {
+      if (!(first as PassThrough).writableEnded) first.destroy(error instanceof Error ? error : new Error(String(error)));
+    });
+    return first;
+  } finally {
+    waiter.cancel();
+  }
+}
+
+/**
+ * Puts an upload into the store and marks it complete; downloads waiting for the blob get the bytes as they arrive
+ * (`live-upload.ts`), the last chunk only once verified and complete, and an aborted stream otherwise.
+ */
+async function putTeed(live: LiveUploads, blob: BlobRecord, body: Readable, plain: () => Promise<void>, teed: (stream: Readable) => Promise<void>, complete: () => Promise<void>): Promise<void> {
+  const tee = live.start(blob.id, blob.size);
+  if (!tee) {
+    await plain();
+    await complete();
+    return;
+  }
+  try {
+    await teed(pipeline(body, tee, () => {}));
+    await complete();
+  } catch (error) {
+    tee.abort(liveFailure(error, body));
+    throw error;
+  }
+  tee.release();
+}
 
 async function removeBytes(store: BlobStore, ids: string[]): Promise<void> {
   for (const id of ids) await store.delete(id).catch(() => {});
