@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
-import type { FastifyReply } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import fp from "fastify-plugin";
 import { redirectTo } from "../../http/error-handler.js";
 import { notFound, unauthorized } from "../../http/errors.js";
@@ -47,7 +47,7 @@ const NOTICES: Record<string, string> = {
 const answer = (reply: FastifyReply, topic: "devices" | "proposals", text: string, kind: "success" | "error" = "success") =>
   reply.header("hx-trigger", `${topic}-changed`).tetherRender("devices/notice", { notice: text, kind });
 
-const routes: FastifyPluginAsyncTypebox = async (fastify) => {
+const routes: FastifyPluginAsync = async (fastify) => {
   // Host refusals become HttpErrors, which the app's one handler renders as error pages.
   fastify.setErrorHandler(rethrowAsHttpError);
   await fastify.register(pageRoutes);
