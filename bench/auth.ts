@@ -43,7 +43,13 @@ async function benchOn(label: string, target: DatabaseTarget, baseline: LoadResu
     row(`${label}: /api/me with token`, viaToken, baseline);
     await app.close();
   } finally {
-    if (target.kind === "postgres") await database.db.schema.dropSchema(target.schema!).ifExists().cascade().execute().catch(() => {});
+    if (target.kind === "postgres")
+      await database.db.schema
+        .dropSchema(target.schema!)
+        .ifExists()
+        .cascade()
+        .execute()
+        .catch(() => {});
     await database.close();
   }
 }

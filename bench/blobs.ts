@@ -120,13 +120,27 @@ export async function benchBlobs(): Promise<void> {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ name: "Bench", email: `bench-blobs-${process.pid}@example.com`, password: "bench password" }),
     });
-    const cookie = signUp.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+    const cookie = signUp.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
     const owner = (method: string, route: string, json?: unknown) =>
-      fetch(`${url}${route}`, { method, headers: { cookie, origin: url, ...(json ? { "content-type": "application/json" } : {}) }, ...(json ? { body: JSON.stringify(json) } : {}) });
+      fetch(`${url}${route}`, {
+        method,
+        headers: { cookie, origin: url, ...(json ? { "content-type": "application/json" } : {}) },
+        ...(json ? { body: JSON.stringify(json) } : {}),
+      });
     const { code } = (await (await owner("POST", "/api/host/pairing-codes")).json()) as { code: string };
     const device = spawn(process.execPath, ["--import", "tsx", "bin/host.ts"], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TETHER_SERVER_URL: url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: root, TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: "bench" },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        TETHER_SERVER_URL: url,
+        TETHER_PAIRING_CODE: code,
+        TETHER_ROOTS: root,
+        TETHER_CONFIG_DIR: path.join(work, "config"),
+        TETHER_DEVICE_NAME: "bench",
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
     children.push(device);
@@ -136,7 +150,9 @@ export async function benchBlobs(): Promise<void> {
     const { devices } = (await (await owner("GET", "/api/host/devices")).json()) as { devices: { id: string }[] };
 
     const hashStarted = performance.now();
-    const read = (await (await owner("POST", "/api/host/calls", { deviceId: devices[0]!.id, tool: "read_file", input: { path: "big.bin" }, timeoutMs: 600_000 })).json()) as { result: { blob?: { url: string; size: number } } };
+    const read = (await (
+      await owner("POST", "/api/host/calls", { deviceId: devices[0]!.id, tool: "read_file", input: { path: "big.bin" }, timeoutMs: 600_000 })
+    ).json()) as { result: { blob?: { url: string; size: number } } };
     const handleSeconds = (performance.now() - hashStarted) / 1000;
     if (!read.result.blob) throw new Error(`no blob handle in ${JSON.stringify(read).slice(0, 300)}`);
 
@@ -153,16 +169,21 @@ export async function benchBlobs(): Promise<void> {
     const runs = [await download(`${nginx.url}/big.bin`), await download(`${nginx.url}/big.bin`), await download(`${nginx.url}/big.bin`)];
     const baseline = runs.reduce((best, r) => (r.seconds < best.seconds ? r : best));
     if (baseline.status !== 200) throw new Error(`nginx answered ${baseline.status}`);
-    if (first.bytes !== MB * 1024 * 1024 || second.bytes !== first.bytes || baseline.bytes !== first.bytes) throw new Error(`short transfer: ${first.bytes}, ${second.bytes}, ${baseline.bytes}`);
+    if (first.bytes !== MB * 1024 * 1024 || second.bytes !== first.bytes || baseline.bytes !== first.bytes)
+      throw new Error(`short transfer: ${first.bytes}, ${second.bytes}, ${baseline.bytes}`);
 
     const rate = (r: { seconds: number; bytes: number }) => r.bytes / 1024 / 1024 / r.seconds;
     console.log(`\nblobs: a ${fmt(MB)} MB file from a device through a handle, over loopback`);
     console.log(`  handle made (read_file: hash on the device)   ${fmt(handleSeconds)} s`);
-    console.log(`  first fetch (streamed as the device uploads)  ${fmt(rate(first))} MB/s  (${fmt(rate(first) / rate(baseline) * 100)}% of nginx)`);
-    console.log(`  second fetch (from the embedded store)        ${fmt(rate(second))} MB/s  (${fmt(rate(second) / rate(baseline) * 100)}% of nginx)`);
+    console.log(`  first fetch (streamed as the device uploads)  ${fmt(rate(first))} MB/s  (${fmt((rate(first) / rate(baseline)) * 100)}% of nginx)`);
+    console.log(`  second fetch (from the embedded store)        ${fmt(rate(second))} MB/s  (${fmt((rate(second) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  nginx, the same file from disk (baseline)     ${fmt(rate(baseline))} MB/s`);
-    console.log(`  server RSS ${fmt(before.server.rss)} MB before, peak ${fmt(after.server.peak)} MB during the first fetch (+${fmt(after.server.peak - before.server.rss)} MB)`);
-    console.log(`  device RSS ${fmt(before.device.rss)} MB before, peak ${fmt(after.device.peak)} MB during the first fetch (+${fmt(after.device.peak - before.device.rss)} MB)`);
+    console.log(
+      `  server RSS ${fmt(before.server.rss)} MB before, peak ${fmt(after.server.peak)} MB during the first fetch (+${fmt(after.server.peak - before.server.rss)} MB)`,
+    );
+    console.log(
+      `  device RSS ${fmt(before.device.rss)} MB before, peak ${fmt(after.device.peak)} MB during the first fetch (+${fmt(after.device.peak - before.device.rss)} MB)`,
+    );
   } finally {
     for (const child of children.reverse()) await stopProcess(child);
     await rm(work, { recursive: true, force: true });

@@ -62,7 +62,13 @@ async function waitForHealth(base: string, server: ChildProcess, timeoutMs = 90_
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (server.exitCode !== null) throw new Error(`the server exited (${server.exitCode}): ${output.slice(-500)}`);
-    if (await fetch(`${base}/healthz`).then((response) => response.ok, () => false)) return;
+    if (
+      await fetch(`${base}/healthz`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`the server did not answer /healthz: ${output.slice(-500)}`);
@@ -81,7 +87,13 @@ async function prepare(base: string, work: string, children: ChildProcess[]): Pr
   const { token } = (await created.json()) as { token: string };
   const { code } = (await (await fetch(`${base}/api/host/pairing-codes`, { method: "POST", headers: session, body: "{}" })).json()) as { code: string };
   const configDir = path.join(work, "device");
-  const device = child(["src/device/main.ts"], { TETHER_SERVER_URL: base, TETHER_PAIRING_CODE: code, TETHER_ROOTS: work, TETHER_CONFIG_DIR: configDir, TETHER_CONCURRENCY: "16" });
+  const device = child(["src/device/main.ts"], {
+    TETHER_SERVER_URL: base,
+    TETHER_PAIRING_CODE: code,
+    TETHER_ROOTS: work,
+    TETHER_CONFIG_DIR: configDir,
+    TETHER_CONCURRENCY: "16",
+  });
   children.push(device);
   await waitForOutput(device, /connected to/);
   const credentials = JSON.parse(await readFile(path.join(configDir, "credentials.json"), "utf8")) as { servers: Record<string, { deviceId: string }> };
@@ -100,7 +112,9 @@ interface Row {
 
 export async function benchMcp(): Promise<void> {
   console.log("\n## MCP: a stat through /mcp at both revisions, beside POST /api/host/calls and the MCP filesystem server");
-  console.log(`(server, device and autocannon each in a process of their own; 10 connections, ${SECONDS}s per row and round, the median of ${ROUNDS} rounds)\n`);
+  console.log(
+    `(server, device and autocannon each in a process of their own; 10 connections, ${SECONDS}s per row and round, the median of ${ROUNDS} rounds)\n`,
+  );
   const work = await mkdtemp(path.join(os.tmpdir(), "tether-bench-mcp-"));
   const children: ChildProcess[] = [];
   try {
@@ -133,7 +147,12 @@ export async function benchMcp(): Promise<void> {
     const targets: Array<[string, string, unknown, Record<string, string>]> = [
       ["POST /api/host/calls", "/api/host/calls", { deviceId, tool: "stat", input: { path: "." } }, auth],
       ["/mcp tools/call, MCP 2025-11-25", "/mcp", call, { ...mcpHeaders, "mcp-protocol-version": "2025-11-25" }],
-      ["/mcp tools/call, MCP 2026-07-28", "/mcp", { ...call, params: { ...call.params, _meta: MODERN_META } }, { ...mcpHeaders, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "stat" }],
+      [
+        "/mcp tools/call, MCP 2026-07-28",
+        "/mcp",
+        { ...call, params: { ...call.params, _meta: MODERN_META } },
+        { ...mcpHeaders, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "stat" },
+      ],
     ];
     // Rounds interleave the rows, and each row reports its median round: other work on a shared machine
     // then weighs on every row alike instead of on whichever row ran while it did.
@@ -145,7 +164,14 @@ export async function benchMcp(): Promise<void> {
         const result = await load(`${base}${route}`, { json: body, headers, connections: 10, seconds: SECONDS });
         const cpu = (await cpuMicros(server.pid!)) - before;
         const calls = result.requestsPerSecond * SECONDS;
-        rounds[index]!.push({ name, rps: result.requestsPerSecond, p50: result.p50Ms, p99: result.p99Ms, failed: result.non2xx + result.errors, cpu: calls > 0 ? cpu / calls : undefined });
+        rounds[index]!.push({
+          name,
+          rps: result.requestsPerSecond,
+          p50: result.p50Ms,
+          p99: result.p99Ms,
+          failed: result.non2xx + result.errors,
+          cpu: calls > 0 ? cpu / calls : undefined,
+        });
       }
     }
     const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -172,7 +198,9 @@ export async function benchMcp(): Promise<void> {
       );
     }
     const modern = rows[2]!;
-    console.log(`Target (issue 27): /mcp at 2026-07-28 within 80% of POST /api/host/calls: ${fmt((modern.rps / calls.rps) * 100, 0)}% of its calls/s, ${modern.rps >= 0.8 * calls.rps ? "met" : "not met"}.`);
+    console.log(
+      `Target (issue 27): /mcp at 2026-07-28 within 80% of POST /api/host/calls: ${fmt((modern.rps / calls.rps) * 100, 0)}% of its calls/s, ${modern.rps >= 0.8 * calls.rps ? "met" : "not met"}.`,
+    );
   } finally {
     for (const process of children) if (process.exitCode === null && process.signalCode === null) process.kill("SIGTERM");
     await Promise.all(children.filter((p) => p.exitCode === null && p.signalCode === null).map((p) => new Promise((resolve) => p.once("exit", resolve))));

@@ -16,7 +16,12 @@ const [url, code] = process.argv.slice(2) as [string, string];
 const protocol = { [PROTOCOL_HEADER]: String(PROTOCOL_VERSION) };
 
 const NOISY_TOOLS: AnnouncedTool[] = [
-  { name: "stat", description: "Size, type, timestamps", inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] }, class: "read" },
+  {
+    name: "stat",
+    description: "Size, type, timestamps",
+    inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+    class: "read",
+  },
   {
     name: "write_file",
     description: "Create or overwrite a file",

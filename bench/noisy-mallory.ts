@@ -105,7 +105,13 @@ function openStream(url: string, path: string, headers: Record<string, string>, 
 }
 
 /** Streams with each credential until refused; then asks again every `retryMs` for as long as she runs. */
-async function holdStreams(url: string, path: string, credentials: Array<Record<string, string>>, counter: { admitted: number; refused: Counts }, retryMs: number) {
+async function holdStreams(
+  url: string,
+  path: string,
+  credentials: Array<Record<string, string>>,
+  counter: { admitted: number; refused: Counts },
+  retryMs: number,
+) {
   await Promise.all(
     credentials.map(async (headers) => {
       // Bounded, should a server admit every stream (a cap of 0).
@@ -125,11 +131,28 @@ async function main(plan: MalloryPlan): Promise<void> {
   const bearer = (i: number) => ({ authorization: `Bearer ${tokens[i % tokens.length]}` });
   const mcpHeaders = (i: number) => ({ ...bearer(i), accept: "application/json, text/event-stream" });
 
-  const keepAskingMcp = await holdStreams(url, "/mcp", tokens.map((_, i) => mcpHeaders(i)), stats.mcpStreams, 200);
-  const keepAskingLive = await holdStreams(url, "/devices/events", cookies.map((cookie) => ({ cookie })), stats.liveViews, 200);
+  const keepAskingMcp = await holdStreams(
+    url,
+    "/mcp",
+    tokens.map((_, i) => mcpHeaders(i)),
+    stats.mcpStreams,
+    200,
+  );
+  const keepAskingLive = await holdStreams(
+    url,
+    "/devices/events",
+    cookies.map((cookie) => ({ cookie })),
+    stats.liveViews,
+    200,
+  );
   process.stdout.write(`ready ${stats.mcpStreams.admitted} ${stats.liveViews.admitted}\n`);
 
-  const call = (id: number, name: string, args: Record<string, unknown>) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: { device: plan.deviceId, ...args } } });
+  const call = (id: number, name: string, args: Record<string, unknown>) => ({
+    jsonrpc: "2.0",
+    id,
+    method: "tools/call",
+    params: { name, arguments: { device: plan.deviceId, ...args } },
+  });
   const mcpRequests = [
     (i: number) => call(i, "write_file", { path: `f${i}`, content: "x" }),
     (i: number) => call(i, "stat", { path: "." }),
@@ -137,14 +160,23 @@ async function main(plan: MalloryPlan): Promise<void> {
   ];
   const authRequests: Array<(i: number) => Request> = [
     () => ({ method: "POST", path: "/api/auth/sign-in/email", body: { email: plan.email, password: "not her password" } }),
-    (i) => ({ method: "POST", path: "/api/auth/sign-up/email", body: { name: "m", email: `mallory-${process.pid}-${i}@example.com`, password: "mallory password" } }),
+    (i) => ({
+      method: "POST",
+      path: "/api/auth/sign-up/email",
+      body: { name: "m", email: `mallory-${process.pid}-${i}@example.com`, password: "mallory password" },
+    }),
     () => ({ method: "POST", path: "/api/auth/request-password-reset", body: { email: plan.email, redirectTo: "/" } }),
     (i) => ({ method: "GET", path: "/api/auth/get-session", headers: { cookie: cookies[i % cookies.length]! } }),
   ];
   const work = [
     keepAskingMcp(),
     keepAskingLive(),
-    ...flood(url, plan.connections.mcp, stats.mcp, (i) => ({ method: "POST", path: "/mcp", headers: mcpHeaders(i), body: mcpRequests[i % mcpRequests.length]!(i) })),
+    ...flood(url, plan.connections.mcp, stats.mcp, (i) => ({
+      method: "POST",
+      path: "/mcp",
+      headers: mcpHeaders(i),
+      body: mcpRequests[i % mcpRequests.length]!(i),
+    })),
     ...flood(url, plan.connections.auth, stats.auth, (i) => authRequests[i % authRequests.length]!(i)),
     ...flood(url, plan.connections.calls, stats.calls, (i) => ({
       method: "POST",
@@ -156,7 +188,11 @@ async function main(plan: MalloryPlan): Promise<void> {
       url,
       plan.connections.pages,
       stats.pages,
-      (i) => ({ method: "GET", path: i % 2 === 0 ? "/devices" : "/devices/panel/proposals", headers: { cookie: cookies[i % cookies.length]!, accept: "text/html" } }),
+      (i) => ({
+        method: "GET",
+        path: i % 2 === 0 ? "/devices" : "/devices/panel/proposals",
+        headers: { cookie: cookies[i % cookies.length]!, accept: "text/html" },
+      }),
       (bytes) => (stats.pageBytes = Math.max(stats.pageBytes, bytes)),
     ),
   ];

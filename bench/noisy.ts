@@ -88,7 +88,11 @@ async function bobClient(url: string, cookie: string, seconds: number, intervalM
 }
 
 async function bob(url: string, cookie: string, seconds: number): Promise<BobResult> {
-  const { stdout } = await run(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--bob", url, cookie, String(seconds), String(BOB_INTERVAL_MS)], { cwd: ROOT });
+  const { stdout } = await run(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(import.meta.url), "--bob", url, cookie, String(seconds), String(BOB_INTERVAL_MS)],
+    { cwd: ROOT },
+  );
   return JSON.parse(stdout) as BobResult;
 }
 
@@ -172,13 +176,32 @@ export async function benchNoisy(): Promise<void> {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     // Production as `npm start` runs it: its rate limits and every default limit.
-    const server = startChild(["src/server.ts"], { NODE_ENV: "production", PORT: String(port), HOST: "127.0.0.1", BETTER_AUTH_SECRET: BENCH_SECRET, BETTER_AUTH_URL: BENCH_ORIGIN, LOG_LEVEL: "warn", ...store.env }, serverFlags);
+    const server = startChild(
+      ["src/server.ts"],
+      {
+        NODE_ENV: "production",
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        BETTER_AUTH_SECRET: BENCH_SECRET,
+        BETTER_AUTH_URL: BENCH_ORIGIN,
+        LOG_LEVEL: "warn",
+        ...store.env,
+      },
+      serverFlags,
+    );
     children.push(server);
     let serverOutput = "";
     server.stdout!.resume();
     server.stderr!.setEncoding("utf8").on("data", (chunk: string) => (serverOutput = (serverOutput + chunk).slice(-2000)));
     // Up to three minutes: on a loaded machine, compiling and migrating takes a while.
-    for (let tries = 0; !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)); tries++) {
+    for (
+      let tries = 0;
+      !(await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      tries++
+    ) {
       if (server.exitCode !== null || tries > 1800) throw new Error(`the server did not start (${server.exitCode}): ${serverOutput}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -195,7 +218,10 @@ export async function benchNoisy(): Promise<void> {
     const asMallory = { cookie: cookies[0]!, origin: BENCH_ORIGIN, "content-type": "application/json" };
     const tokens: string[] = [];
     for (let i = 0; i < MALLORY_TOKENS; i++) {
-      tokens.push((await json(await fetch(`${base}/api/tokens`, { method: "POST", headers: asMallory, body: JSON.stringify({ name: `m${i}`, scopes: ["host:call"] }) }))).token);
+      tokens.push(
+        (await json(await fetch(`${base}/api/tokens`, { method: "POST", headers: asMallory, body: JSON.stringify({ name: `m${i}`, scopes: ["host:call"] }) })))
+          .token,
+      );
     }
     const { code } = await json(await fetch(`${base}/api/host/pairing-codes`, { method: "POST", headers: asMallory, body: "{}" }));
     const device = startChild([path.join(HERE, "noisy-device.ts"), base, code]);
@@ -206,7 +232,15 @@ export async function benchNoisy(): Promise<void> {
     const quietLoad = os.loadavg()[0]!;
     const quietRss = await rssMb(server.pid!);
 
-    const plan: MalloryPlan = { url: base, origin: BENCH_ORIGIN, email: malloryEmail, deviceId, tokens, cookies, connections: { mcp: MCP, auth: AUTH, calls: CALLS, pages: PAGES } };
+    const plan: MalloryPlan = {
+      url: base,
+      origin: BENCH_ORIGIN,
+      email: malloryEmail,
+      deviceId,
+      tokens,
+      cookies,
+      connections: { mcp: MCP, auth: AUTH, calls: CALLS, pages: PAGES },
+    };
     const mallory = startChild([path.join(HERE, "noisy-mallory.ts"), JSON.stringify(plan)]);
     children.push(mallory);
     const ready = await lineFrom(mallory, /^ready /);
@@ -227,7 +261,9 @@ export async function benchNoisy(): Promise<void> {
 
     const ms = (us: number) => `${fmt(us / 1000, 2)} ms`;
     const line = (label: string, r: BobResult, seconds: number, extra: string) =>
-      console.log(`  ${label.padEnd(44)} p50 ${ms(r.p50).padStart(9)}  p99 ${ms(r.p99).padStart(9)}  max ${ms(r.max).padStart(9)}  (${fmt(r.count)} requests in ${seconds} s${r.failed ? `, ${r.failed} failed!` : ""})${extra}`);
+      console.log(
+        `  ${label.padEnd(44)} p50 ${ms(r.p50).padStart(9)}  p99 ${ms(r.p99).padStart(9)}  max ${ms(r.max).padStart(9)}  (${fmt(r.count)} requests in ${seconds} s${r.failed ? `, ${r.failed} failed!` : ""})${extra}`,
+      );
     const load = (value: number) => `   load ${fmt(value, 1)}`;
     line("Bob's GET /api/me, quiet server", quiet, QUIET_SECONDS, load(quietLoad));
     line("Bob's GET /api/me, Mallory attacking", noisy, NOISY_SECONDS, load(noisyLoad));

@@ -48,7 +48,12 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-export async function startReplicaCluster(options: { postgresUrl: string; redisUrl: string; deviceRoot: string; startDevice: (serverUrl: string, code: string, configDir: string) => ChildProcess }): Promise<ReplicaCluster> {
+export async function startReplicaCluster(options: {
+  postgresUrl: string;
+  redisUrl: string;
+  deviceRoot: string;
+  startDevice: (serverUrl: string, code: string, configDir: string) => ChildProcess;
+}): Promise<ReplicaCluster> {
   const children: ChildProcess[] = [];
   const database = `tether_bench_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: options.postgresUrl });
@@ -60,7 +65,9 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
 
   const stop = async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once("exit", resolve))));
+    await Promise.all(
+      children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((resolve) => child.once("exit", resolve))),
+    );
     const cleanup = new pg.Client({ connectionString: options.postgresUrl });
     await cleanup.connect();
     await cleanup.query(`drop database if exists ${database} with (force)`).catch(() => {});
@@ -84,7 +91,10 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`the replica on ${port}`, async () => {
       if (child.exitCode !== null) throw new Error(`the replica on ${port} exited (${child.exitCode})`);
-      return fetch(`${url}/healthz`).then((response) => response.status === 200, () => false);
+      return fetch(`${url}/healthz`).then(
+        (response) => response.status === 200,
+        () => false,
+      );
     });
     return url;
   };
@@ -115,7 +125,9 @@ export async function startReplicaCluster(options: { postgresUrl: string; redisU
     const deviceId = credentials.servers[b]!.deviceId;
     // Online as A sees it (through Redis) before the first measured call.
     await waitFor("the device online on A", async () => {
-      const listed = (await (await fetch(`${a}/api/host/devices`, { headers: { authorization: `Bearer ${token}` } })).json()) as { devices: Array<{ id: string; online: boolean }> };
+      const listed = (await (await fetch(`${a}/api/host/devices`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+        devices: Array<{ id: string; online: boolean }>;
+      };
       return listed.devices.some((d) => d.id === deviceId && d.online);
     });
     return { a, b, token, deviceId, stop };

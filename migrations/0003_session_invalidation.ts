@@ -9,7 +9,14 @@ import { createNotifyTriggers, dropNotifyTriggers, type NotifyTrigger } from "./
 const triggers: NotifyTrigger[] = [
   { trigger: "session_invalidate", fn: "tether_notify_session", events: "update or delete", table: `"session"`, prefix: "s:", column: "token" },
   { trigger: "user_invalidate", fn: "tether_notify_user", events: "update or delete", table: `"user"`, prefix: "u:", column: "id" },
-  { trigger: "api_token_invalidate", fn: "tether_notify_api_token", events: "update of token_hash, scopes, expires_at, user_id or delete", table: "api_token", prefix: "t:", column: "token_hash" },
+  {
+    trigger: "api_token_invalidate",
+    fn: "tether_notify_api_token",
+    events: "update of token_hash, scopes, expires_at, user_id or delete",
+    table: "api_token",
+    prefix: "t:",
+    column: "token_hash",
+  },
 ];
 
 export async function up(db: Kysely<unknown>): Promise<void> {

@@ -9,8 +9,22 @@ import { createNotifyTriggers, dropNotifyTriggers, type NotifyTrigger } from "./
  * (owner deactivated, reactivated or deleted). `last_seen_at`, `tools` and `roots` writes do not notify.
  */
 const triggers: NotifyTrigger[] = [
-  { trigger: "host_device_invalidate", fn: "tether_notify_host_device", events: "update of revoked_at, user_id, token_hash, name or delete", table: "host_device", prefix: "d:", column: "id" },
-  { trigger: "host_owner_invalidate", fn: "tether_notify_host_owner", events: `update of "deactivatedAt" or delete`, table: `"user"`, prefix: "u:", column: "id" },
+  {
+    trigger: "host_device_invalidate",
+    fn: "tether_notify_host_device",
+    events: "update of revoked_at, user_id, token_hash, name or delete",
+    table: "host_device",
+    prefix: "d:",
+    column: "id",
+  },
+  {
+    trigger: "host_owner_invalidate",
+    fn: "tether_notify_host_owner",
+    events: `update of "deactivatedAt" or delete`,
+    table: `"user"`,
+    prefix: "u:",
+    column: "id",
+  },
 ];
 
 export async function up(db: Kysely<unknown>): Promise<void> {

@@ -25,7 +25,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const index of ["host_proposal_unpurged_idx", "host_proposal_pending_expiry_idx", "host_proposal_pending_device_idx", "host_proposal_pending_user_idx"]) {
+  for (const index of [
+    "host_proposal_unpurged_idx",
+    "host_proposal_pending_expiry_idx",
+    "host_proposal_pending_device_idx",
+    "host_proposal_pending_user_idx",
+  ]) {
     await sql`drop index if exists ${sql.id(index)}`.execute(db);
   }
   // A purged proposal has no diff or input left to restore: it keeps an empty one.

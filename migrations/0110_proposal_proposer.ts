@@ -15,7 +15,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     add column proposer_name text,
     add column decided_by text`.execute(db);
   // "Recent decisions" on /devices: a user's latest decided proposals, newest first.
-  await sql`create index host_proposal_decided_user_idx on host_proposal (user_id, (coalesce(finished_at, decided_at, expires_at)) desc, id desc) where status <> 'pending'`.execute(db);
+  await sql`create index host_proposal_decided_user_idx on host_proposal (user_id, (coalesce(finished_at, decided_at, expires_at)) desc, id desc) where status <> 'pending'`.execute(
+    db,
+  );
   // The audit log's credential column comes with the MCP migrations (0040): an embedding without them has none.
   const credential = await sql<{ found: boolean }>`select exists (
       select 1 from information_schema.columns where table_name = 'host_audit' and column_name = 'credential' and table_schema = current_schema()

@@ -13,9 +13,12 @@
   };
 
   async function call(path, body) {
-    const response = await fetch(AUTH + path, body === undefined
-      ? { credentials: "same-origin" }
-      : { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const response = await fetch(
+      AUTH + path,
+      body === undefined
+        ? { credentials: "same-origin" }
+        : { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+    );
     let json = null;
     try {
       json = await response.json();

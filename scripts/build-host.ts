@@ -86,11 +86,7 @@ export interface BuiltHost {
 
 export const DOWNLOADS_DIR = path.join(ROOT, "dist", "downloads");
 /** The native build, where `npm run build:host` has always put it. */
-export const HOST_EXECUTABLE = path.join(
-  ROOT,
-  "dist",
-  process.platform === "win32" ? "tether-host.exe" : "tether-host",
-);
+export const HOST_EXECUTABLE = path.join(ROOT, "dist", process.platform === "win32" ? "tether-host.exe" : "tether-host");
 const WORK_DIR = path.join(ROOT, "dist", "host");
 
 /** `tether-host-linux-arm64`, `tether-host-win-x64.exe`: the file name a download is served under. */
@@ -112,32 +108,20 @@ async function mtime(file: string): Promise<number | undefined> {
 
 /** Per output directory and target: the default one keeps its historical place. */
 const inputsFile = (target: HostTarget, outDir: string) =>
-  path.join(
-    WORK_DIR,
-    target,
-    outDir === DOWNLOADS_DIR
-      ? "inputs.json"
-      : `inputs-${createHash("sha256").update(outDir).digest("hex").slice(0, 12)}.json`,
-  );
+  path.join(WORK_DIR, target, outDir === DOWNLOADS_DIR ? "inputs.json" : `inputs-${createHash("sha256").update(outDir).digest("hex").slice(0, 12)}.json`);
 
 /** What besides the sources makes a build: a change to any of them means building again. */
-const fingerprintOf = (parts: { version: string; node: string; trustedKeys: string[] }) =>
-  createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+const fingerprintOf = (parts: { version: string; node: string; trustedKeys: string[] }) => createHash("sha256").update(JSON.stringify(parts)).digest("hex");
 
 /**
  * True when the target's executable exists, is newer than every input of its last build (and these
  * scripts), and was built with this `fingerprint` (version, Node, keys).
  */
-export async function isFresh(
-  target: HostTarget = NATIVE_TARGET,
-  outDir = DOWNLOADS_DIR,
-  fingerprint?: string,
-): Promise<boolean> {
+export async function isFresh(target: HostTarget = NATIVE_TARGET, outDir = DOWNLOADS_DIR, fingerprint?: string): Promise<boolean> {
   const output = path.join(outDir, executableName(target));
   const built = await mtime(output);
   if (built === undefined) return false;
-  if (target === NATIVE_TARGET && outDir === DOWNLOADS_DIR && (await mtime(HOST_EXECUTABLE)) === undefined)
-    return false;
+  if (target === NATIVE_TARGET && outDir === DOWNLOADS_DIR && (await mtime(HOST_EXECUTABLE)) === undefined) return false;
   if ((await mtime(path.join(outDir, "manifest.json"))) === undefined) return false;
   if ((await compareSources(outDir, executableName(target), ROOT)) !== "same") return false;
   let inputs: string[];
@@ -146,15 +130,12 @@ export async function isFresh(
       fingerprint?: string;
       inputs?: string[];
     };
-    if (!Array.isArray(recorded.inputs) || (fingerprint !== undefined && recorded.fingerprint !== fingerprint))
-      return false;
+    if (!Array.isArray(recorded.inputs) || (fingerprint !== undefined && recorded.fingerprint !== fingerprint)) return false;
     inputs = recorded.inputs;
   } catch {
     return false;
   }
-  const scripts = ["build-host.ts", "host-runtime.ts", "release-manifest.ts", "signing-keys.ts"].map((file) =>
-    path.join(ROOT, "scripts", file),
-  );
+  const scripts = ["build-host.ts", "host-runtime.ts", "release-manifest.ts", "signing-keys.ts"].map((file) => path.join(ROOT, "scripts", file));
   for (const input of [...inputs, ...scripts, path.join(ROOT, "package.json")]) {
     const changed = await mtime(path.resolve(ROOT, input));
     if (changed === undefined || changed > built) return false;
@@ -165,8 +146,7 @@ export async function isFresh(
 export async function buildHost(options: BuildHostOptions = {}): Promise<BuiltHost> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const target = options.target ?? NATIVE_TARGET;
-  if (!HOST_TARGETS.includes(target))
-    throw new Error(`build:host: unknown target "${target}" (one of ${HOST_TARGETS.join(", ")})`);
+  if (!HOST_TARGETS.includes(target)) throw new Error(`build:host: unknown target "${target}" (one of ${HOST_TARGETS.join(", ")})`);
   const version = options.version ?? HOST_VERSION;
   if (!parseVersion(version)) throw new Error(`build:host: "${version}" is not a version`);
   const outDir = path.resolve(options.outDir ?? DOWNLOADS_DIR);

@@ -60,7 +60,11 @@ export async function nodeRuntime(platform: string, version: string, log: (line:
     log(`build:host: fetching node-${platform}@${version} from the npm registry`);
     let packed: string;
     try {
-      packed = execFileSync("npm", ["pack", `node-${platform}@${version}`, "--pack-destination", work, "--silent"], { cwd: work, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+      packed = execFileSync("npm", ["pack", `node-${platform}@${version}`, "--pack-destination", work, "--silent"], {
+        cwd: work,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      })
         .trim()
         .split("\n")
         .pop()!;

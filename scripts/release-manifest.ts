@@ -62,7 +62,10 @@ async function previousEntries(dir: string, version: string, node: string): Prom
   if (manifest.signed?.version !== version || manifest.signed.node !== node || typeof manifest.signed.files !== "object") return {};
   const kept: Record<string, ManifestEntry> = {};
   for (const [platform, entry] of Object.entries(manifest.signed.files)) {
-    const size = await stat(path.join(dir, entry.file)).then((info) => info.size, () => -1);
+    const size = await stat(path.join(dir, entry.file)).then(
+      (info) => info.size,
+      () => -1,
+    );
     if (size === entry.size) kept[platform] = entry;
   }
   return kept;
@@ -86,7 +89,12 @@ export async function recordRelease(args: {
     await args.place();
     const files = await previousEntries(dir, version, node);
     files[platform] = { file, size: (await stat(path.join(dir, file))).size, sha256: await sha256File(path.join(dir, file)) };
-    const body: ManifestBody = { format: MANIFEST_FORMAT, version, node, files: Object.fromEntries(Object.entries(files).sort(([a], [b]) => a.localeCompare(b))) };
+    const body: ManifestBody = {
+      format: MANIFEST_FORMAT,
+      version,
+      node,
+      files: Object.fromEntries(Object.entries(files).sort(([a], [b]) => a.localeCompare(b))),
+    };
     const manifest = signManifest(body, keys.privateKeys);
     const target = path.join(dir, MANIFEST_FILE);
     const temporary = `${target}.${process.pid}.tmp`;

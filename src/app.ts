@@ -132,7 +132,19 @@ export async function buildApp(options: BuildAppOptions) {
   await app.register(pagesPlugin);
   await app.register(mcpPublicPages);
   // The app names its signed-in pages; each inherits the route guard.
-  const pages: GuardedPagePlugin[] = [navCounts, homePage, tokenPages, adminPages, securityPages, sessionPages, activityPages, devicePages, deviceApprovalPage(options.redis ? { redis: options.redis } : {}), mcpPages, ...(options.guardedPages ?? [])];
+  const pages: GuardedPagePlugin[] = [
+    navCounts,
+    homePage,
+    tokenPages,
+    adminPages,
+    securityPages,
+    sessionPages,
+    activityPages,
+    devicePages,
+    deviceApprovalPage(options.redis ? { redis: options.redis } : {}),
+    mcpPages,
+    ...(options.guardedPages ?? []),
+  ];
   await app.register(guardedPagesPlugin, { pages });
   return app;
 }
@@ -168,7 +180,6 @@ function createServer(options: BuildAppOptions) {
   if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
   return app;
 }
-
 
 /** better-auth as the app configures it: its plugins (edge SSO, the device grant, MCP's OAuth) and where its events and mail go. */
 function createAppAuth(options: BuildAppOptions, log: FastifyBaseLogger, activity: ReturnType<typeof createActivityWriter>) {

@@ -39,7 +39,9 @@ async function main(): Promise<void> {
   // address when BETTER_AUTH_URL names another host: say both, the one to open first.
   // Development: a tether-host for this machine, built in the background when none is offered yet, or the one
   // offered was built from other sources than this checkout has (after a pull).
-  const hostBuild = config.hostBuildOnStart ? await prepareHostExecutable({ downloadsDir: config.downloadsDir, log: app.log, production: config.production }).catch(() => undefined) : undefined;
+  const hostBuild = config.hostBuildOnStart
+    ? await prepareHostExecutable({ downloadsDir: config.downloadsDir, log: app.log, production: config.production }).catch(() => undefined)
+    : undefined;
   app.addHook("onClose", async () => {
     const builder = hostBuild?.child;
     if (builder?.pid !== undefined && builder.exitCode === null && builder.signalCode === null) builder.kill("SIGTERM");

@@ -52,7 +52,8 @@ export function loadBlobConfig(env: Env, dataDir: string, problems: string[]): B
     if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) problems.push(`S3_ENDPOINT=${endpoint} is not an http(s) URL`);
     const accessKeyId = env.S3_ACCESS_KEY_ID?.trim();
     const secretAccessKey = env.S3_SECRET_ACCESS_KEY?.trim();
-    if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) problems.push("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together (or leave both unset for the AWS SDK's own credentials)");
+    if (Boolean(accessKeyId) !== Boolean(secretAccessKey))
+      problems.push("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together (or leave both unset for the AWS SDK's own credentials)");
     s3 = {
       bucket: bucket ?? "",
       region: env.S3_REGION?.trim() || "us-east-1",

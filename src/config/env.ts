@@ -273,7 +273,8 @@ function loadLimits(env: Env, problems: string[]): ServerLimits {
   if (maxConnections > 0 && limits.streamReservedConnections === 0) {
     problems.push("STREAM_RESERVED_CONNECTIONS must be above 0 while MAX_CONNECTIONS caps connections");
   }
-  if (limits.streamLeaseSeconds < 3) problems.push(`STREAM_LEASE_SECONDS=${limits.streamLeaseSeconds} must be at least 3 (leases are renewed every third of it)`);
+  if (limits.streamLeaseSeconds < 3)
+    problems.push(`STREAM_LEASE_SECONDS=${limits.streamLeaseSeconds} must be at least 3 (leases are renewed every third of it)`);
   if (limits.headersTimeoutMs === 0) problems.push("HEADERS_TIMEOUT_MS must be above 0");
   // Node refuses a headers timeout longer than the request timeout.
   if (limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > limits.requestTimeoutMs) {

@@ -19,10 +19,7 @@ export function hashSecret(secret: string): string {
 
 /** Constant-time comparison of two strings of any length (digests first, so lengths leak nothing). */
 export function secretsEqual(a: string, b: string): boolean {
-  return timingSafeEqual(
-    createHash("sha256").update(a, "utf8").digest(),
-    createHash("sha256").update(b, "utf8").digest(),
-  );
+  return timingSafeEqual(createHash("sha256").update(a, "utf8").digest(), createHash("sha256").update(b, "utf8").digest());
 }
 
 /** A URL-safe random secret with `bytes` bytes of entropy, optionally prefixed (e.g. `sk_`). */

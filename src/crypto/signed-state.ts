@@ -25,7 +25,11 @@ export function signState(key: SignedStateKey, payload: Record<string, unknown>,
 export type StateRefusal = "malformed" | "mac" | "expired";
 
 /** The payload of a state this key signed and that has not expired, or why not. */
-export function verifyState(key: SignedStateKey, state: string, now = Date.now()): { ok: true; payload: Record<string, unknown> } | { ok: false; reason: StateRefusal } {
+export function verifyState(
+  key: SignedStateKey,
+  state: string,
+  now = Date.now(),
+): { ok: true; payload: Record<string, unknown> } | { ok: false; reason: StateRefusal } {
   const dot = state.indexOf(".");
   if (dot <= 0 || state.length > 4096) return { ok: false, reason: "malformed" };
   const body = state.slice(0, dot);

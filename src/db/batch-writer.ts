@@ -172,7 +172,11 @@ function rowInserter<T extends keyof Database, Row extends Insertable<Database[T
  * one bad row cannot block the queue. Any other failure (the database is down) returns the rows not
  * written, and why, for the queue to keep them.
  */
-async function insertBatch<Row>(insert: Insert<Row>, batch: Row[], report: (error: unknown) => void): Promise<{ unwritten: Row[]; error: unknown } | undefined> {
+async function insertBatch<Row>(
+  insert: Insert<Row>,
+  batch: Row[],
+  report: (error: unknown) => void,
+): Promise<{ unwritten: Row[]; error: unknown } | undefined> {
   try {
     await insert(batch);
     return undefined;

@@ -10,9 +10,7 @@ export class DatabaseBusyError extends Error {
     readonly dataDir: string,
     readonly pid: number,
   ) {
-    super(
-      `The embedded database in ${dataDir} is in use by the running server (pid ${pid}); stop the server first, or point DATABASE_URL at PostgreSQL.`,
-    );
+    super(`The embedded database in ${dataDir} is in use by the running server (pid ${pid}); stop the server first, or point DATABASE_URL at PostgreSQL.`);
     this.name = "DatabaseBusyError";
   }
 }

@@ -32,8 +32,7 @@ export interface SerializedError {
 }
 
 export type PgliteReply =
-  | { id: number; ok: true; rows?: unknown[]; affectedRows?: number; transaction?: number }
-  | { id: number; ok: false; error: SerializedError };
+  { id: number; ok: true; rows?: unknown[]; affectedRows?: number; transaction?: number } | { id: number; ok: false; error: SerializedError };
 
 type Notification = { notification: string; payload: string };
 type WorkerMessage = PgliteReply | Notification | { ready: true } | { ready: false; error: SerializedError };

@@ -45,7 +45,9 @@ export async function authorizeDevice(args: AuthorizeDeviceArgs): Promise<Device
       return "failed";
     }
     const why = `${error.message} (${error.code})`;
-    log(`tether-host: not paired with ${server}, and the server gave no device code: ${why}. Mint a pairing code on ${server}/devices and start again with TETHER_PAIRING_CODE=<code>.`);
+    log(
+      `tether-host: not paired with ${server}, and the server gave no device code: ${why}. Mint a pairing code on ${server}/devices and start again with TETHER_PAIRING_CODE=<code>.`,
+    );
     return error instanceof ServerError && error.permanent ? "refused" : "failed";
   }
 

@@ -12,7 +12,12 @@ import type { DeviceRequest } from "./http.js";
  * opened without following a final link, and must still have the size it had; the receiving end checks the
  * digest. The bytes stream from the file to the URL: nothing is held in memory.
  */
-export async function uploadBlob(scope: Scope, input: unknown, request: DeviceRequest, signal: AbortSignal): Promise<{ uploaded: true; size: number; sha256: string }> {
+export async function uploadBlob(
+  scope: Scope,
+  input: unknown,
+  request: DeviceRequest,
+  signal: AbortSignal,
+): Promise<{ uploaded: true; size: number; sha256: string }> {
   if (!Value.Check(BlobUploadInputSchema, input)) throw new ToolError("INVALID_INPUT", "The blob upload request is not well formed");
   const upload: BlobUploadInput = input;
   const real = await scope.resolve(upload.path);
@@ -20,7 +25,10 @@ export async function uploadBlob(scope: Scope, input: unknown, request: DeviceRe
   let stream: fs.ReadStream | undefined;
   try {
     if (file.stat.size !== upload.size) {
-      throw new ToolError("FILE_CHANGED", `${JSON.stringify(upload.path)} is ${file.stat.size} bytes now, not the ${upload.size} it had when its handle was made; read it again for a new handle`);
+      throw new ToolError(
+        "FILE_CHANGED",
+        `${JSON.stringify(upload.path)} is ${file.stat.size} bytes now, not the ${upload.size} it had when its handle was made; read it again for a new handle`,
+      );
     }
     // The stream owns the descriptor from here (it closes it when it ends or is destroyed).
     stream = fs.createReadStream("", { fd: file.fd, start: 0, highWaterMark: 1024 * 1024 });
@@ -35,7 +43,8 @@ export async function uploadBlob(scope: Scope, input: unknown, request: DeviceRe
       const code = /"code"\s*:\s*"([A-Z_]+)"/.exec(text)?.[1];
       // The digest is checked where the bytes land: a mismatch means the file changed under the same size.
       // (A bucket says so in XML: BadDigest.)
-      if (code === "BLOB_DIGEST_MISMATCH" || /<Code>BadDigest<\/Code>/.test(text)) throw new ToolError("FILE_CHANGED", `${JSON.stringify(upload.path)} changed since its handle was made; read it again for a new handle`);
+      if (code === "BLOB_DIGEST_MISMATCH" || /<Code>BadDigest<\/Code>/.test(text))
+        throw new ToolError("FILE_CHANGED", `${JSON.stringify(upload.path)} changed since its handle was made; read it again for a new handle`);
       throw new ToolError("IO_ERROR", `The upload was refused (${response.status}${code ? ` ${code}` : ""})`);
     }
     return { uploaded: true, size: upload.size, sha256: upload.sha256 };

@@ -44,12 +44,18 @@ export function showConfig(config: HostEnvironment, sources: ConfigSources, io: 
   };
   if (json) {
     const entries = Object.fromEntries(Object.entries(values).map(([key, value]) => [key, { value, source: sources[key as keyof ConfigSources] }]));
-    io.stdout(`${JSON.stringify({ configDir: config.configDir, configFile: config.configFile, credentials: credentialPath(config.configDir), settings: entries }, null, 2)}\n`);
+    io.stdout(
+      `${JSON.stringify({ configDir: config.configDir, configFile: config.configFile, credentials: credentialPath(config.configDir), settings: entries }, null, 2)}\n`,
+    );
     return 0;
   }
   io.stdout(
     table([
-      ["config file", config.configFile, sources.tools === "config file" || Object.values(sources).includes("config file") ? "read" : "none: defaults and environment only"],
+      [
+        "config file",
+        config.configFile,
+        sources.tools === "config file" || Object.values(sources).includes("config file") ? "read" : "none: defaults and environment only",
+      ],
       ["server", values.server, sources.server],
       ["roots", values.roots.join(", "), sources.roots],
       ["name", values.name, sources.name],
@@ -92,9 +98,24 @@ export async function showStatus(config: HostEnvironment, io: AdminIo, json: boo
     platform: hostPlatform(),
     server: config.server,
     enrolled: credential ? { deviceId: credential.deviceId, name: credential.name, pairedAt: credential.pairedAt } : null,
-    running: running ? { pid: running.pid, version: running.version, connected: running.connected, since: running.since, lastError: running.lastError ?? null, service: running.service ?? null } : null,
+    running: running
+      ? {
+          pid: running.pid,
+          version: running.version,
+          connected: running.connected,
+          since: running.since,
+          lastError: running.lastError ?? null,
+          service: running.service ?? null,
+        }
+      : null,
     roots: config.roots,
-    update: { policy: config.update, offered: offered ?? null, pending: pending ?? null, restartPending: restartPending ?? null, belowMinimum: outdated ?? null },
+    update: {
+      policy: config.update,
+      offered: offered ?? null,
+      pending: pending ?? null,
+      restartPending: restartPending ?? null,
+      belowMinimum: outdated ?? null,
+    },
     lastUpdate: stored ? { ...stored.report, reported: stored.reported } : null,
   };
   if (json) {
@@ -118,7 +139,14 @@ export async function showStatus(config: HostEnvironment, io: AdminIo, json: boo
         "update",
         `${config.update}${pending ? `; ${pending} is offered: run \`tether-host update\`` : offered ? `; up to date with the server (${offered})` : ""}${restartPending ? `; ${restartPending} is installed, the running host is ${running!.version}: restart it` : ""}${outdated ? `; below the server's minimum ${outdated}` : ""}`,
       ],
-      ...(last ? ([["last update", `${last.ok ? "updated" : "failed"} ${last.from} → ${last.to ?? "?"} (${last.trigger}) at ${last.at}${last.ok ? "" : `: ${last.code} ${last.message ?? ""}`}${stored.reported ? "" : "; not yet reported to the server"}`]] as Array<[string, string]>) : []),
+      ...(last
+        ? ([
+            [
+              "last update",
+              `${last.ok ? "updated" : "failed"} ${last.from} → ${last.to ?? "?"} (${last.trigger}) at ${last.at}${last.ok ? "" : `: ${last.code} ${last.message ?? ""}`}${stored.reported ? "" : "; not yet reported to the server"}`,
+            ],
+          ] as Array<[string, string]>)
+        : []),
     ]),
   );
   return 0;
@@ -135,11 +163,21 @@ export async function runUpdate(config: HostEnvironment, sources: ConfigSources,
     return 1;
   }
   if (!isSea()) {
-    log(`tether-host: \`update\` replaces the single executable; this tether-host runs on Node from ${process.argv[1] ?? "a script"}: update the npm package instead`);
+    log(
+      `tether-host: \`update\` replaces the single executable; this tether-host runs on Node from ${process.argv[1] ?? "a script"}: update the npm package instead`,
+    );
     return 1;
   }
   const request = deviceRequest(networkDispatcher(networkEnvironment(config, io.env)));
-  const outcome = await updateExecutable({ server: config.server, request, executable: process.execPath, version: HOST_VERSION, platform: hostPlatform(), trustedKeys: UPDATE_KEYS, log });
+  const outcome = await updateExecutable({
+    server: config.server,
+    request,
+    executable: process.execPath,
+    version: HOST_VERSION,
+    platform: hostPlatform(),
+    trustedKeys: UPDATE_KEYS,
+    log,
+  });
   if (outcome.status === "current") {
     log(`tether-host: ${HOST_VERSION} is the version the server offers; nothing to do`);
     return 0;
@@ -150,7 +188,9 @@ export async function runUpdate(config: HostEnvironment, sources: ConfigSources,
   if (outcome.status !== "updated") return 1;
   const manager = serviceManagerFor();
   if (manager && !io.env.TETHER_SERVICE) {
-    const restarted = await restartRunningService(servicePlace(manager, config, io.env), io.env).catch((error: unknown) => `could not restart the service: ${(error as Error).message}`);
+    const restarted = await restartRunningService(servicePlace(manager, config, io.env), io.env).catch(
+      (error: unknown) => `could not restart the service: ${(error as Error).message}`,
+    );
     if (restarted) log(`tether-host: ${restarted}`);
   }
   return 0;

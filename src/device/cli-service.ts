@@ -36,7 +36,9 @@ export async function runService(args: readonly string[], config: HostEnvironmen
       case "install": {
         if ([...flags].some((flag) => flag !== "--files-only")) return usage();
         if (!filesOnly && !(await loadCredential(config.configDir, config.server))) {
-          io.stderr(`tether-host: not enrolled with ${config.server} yet: run \`tether-host\` once in a terminal to enroll (or with TETHER_PAIRING_CODE), then install the service\n`);
+          io.stderr(
+            `tether-host: not enrolled with ${config.server} yet: run \`tether-host\` once in a terminal to enroll (or with TETHER_PAIRING_CODE), then install the service\n`,
+          );
           return 1;
         }
         return await installService(place, config, serviceIo, { filesOnly });

@@ -67,7 +67,12 @@ const defaultIo: CliIo = {
  * built-ins: `process.exitCode = await runCli(process.argv.slice(2), [...builtinTools, convertIfc])`.
  * Logs go to stderr; only results go to stdout.
  */
-export async function runCli(argv: readonly string[], tools: readonly LocalTool[], io: CliIo = defaultIo, env: Record<string, string | undefined> = process.env): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  tools: readonly LocalTool[],
+  io: CliIo = defaultIo,
+  env: Record<string, string | undefined> = process.env,
+): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "--help" || command === "-h" || command === "help") {
     io.stdout(USAGE);

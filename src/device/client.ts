@@ -1,7 +1,15 @@
 import { DEVICE_CLIENT_ID, DEVICE_CODE_GRANT_TYPE } from "../protocol/device-authorization.js";
 import { deviceRequest, type DeviceRequest, type DeviceResponse } from "./http.js";
 import { HOST_AGENT } from "./version.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, type HelloBody, type HelloReply, type ResultBatchReply, type ResultBody, type UpdateReport } from "../protocol/index.js";
+import {
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  type HelloBody,
+  type HelloReply,
+  type ResultBatchReply,
+  type ResultBody,
+  type UpdateReport,
+} from "../protocol/index.js";
 
 /** The server answered with an error (`{ code, message }`). */
 export class ServerError extends Error {
@@ -80,7 +88,11 @@ export class HostClient {
 
   /** RFC 8628 device authorization request: a code the owner approves on the server's /device page. */
   requestDeviceCode(device: { name: string; platform: string; version: string }, signal?: AbortSignal): Promise<DeviceCodeGrant> {
-    return this.post("/api/auth/device/code", { client_id: DEVICE_CLIENT_ID, device_name: device.name, device_platform: device.platform, device_version: device.version }, signal);
+    return this.post(
+      "/api/auth/device/code",
+      { client_id: DEVICE_CLIENT_ID, device_name: device.name, device_platform: device.platform, device_version: device.version },
+      signal,
+    );
   }
 
   /**
@@ -127,7 +139,8 @@ async function errorOf(response: DeviceResponse): Promise<ServerError> {
     const body = JSON.parse(text) as { code?: unknown; message?: unknown; error?: unknown; error_description?: unknown };
     if (typeof body.code === "string" && typeof body.message === "string") return new ServerError(response.status, body.code, body.message);
     // OAuth's shape (RFC 6749 §5.2), spoken by the device authorization endpoints.
-    if (typeof body.error === "string") return new ServerError(response.status, body.error, typeof body.error_description === "string" ? body.error_description : body.error);
+    if (typeof body.error === "string")
+      return new ServerError(response.status, body.error, typeof body.error_description === "string" ? body.error_description : body.error);
   } catch {
     /* not JSON */
   }

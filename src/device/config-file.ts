@@ -101,10 +101,16 @@ export function checkConfig(parsed: unknown, file: string): HostConfigFile {
     if (value !== undefined && (typeof value !== "string" || value.trim() === "")) fail(`"${key}" must be a non-empty string (got ${show(value)})`);
   };
   for (const key of ["server", "name", "proxy", "noProxy", "caFile"]) text(key);
-  if (config.roots !== undefined && (!Array.isArray(config.roots) || config.roots.length === 0 || config.roots.some((root) => typeof root !== "string" || root.trim() === ""))) {
+  if (
+    config.roots !== undefined &&
+    (!Array.isArray(config.roots) || config.roots.length === 0 || config.roots.some((root) => typeof root !== "string" || root.trim() === ""))
+  ) {
     fail(`"roots" must be a non-empty list of folder paths (got ${show(config.roots)})`);
   }
-  if (config.concurrency !== undefined && (!Number.isInteger(config.concurrency) || (config.concurrency as number) < 1 || (config.concurrency as number) > 64)) {
+  if (
+    config.concurrency !== undefined &&
+    (!Number.isInteger(config.concurrency) || (config.concurrency as number) < 1 || (config.concurrency as number) > 64)
+  ) {
     fail(`"concurrency" must be a whole number from 1 to 64 (got ${show(config.concurrency)})`);
   }
   if (config.update !== undefined && !UPDATE_POLICIES.includes(config.update as UpdatePolicy)) {
@@ -126,14 +132,18 @@ function checkToolShape(tool: unknown, where: string, fail: (message: string) =>
   const name = `${where} (${declared.name})`;
   if (typeof declared.description !== "string") fail(`${name}.description must be a string`);
   if (!Array.isArray(declared.command)) fail(`${name}.command must be a list: the program, then its arguments`);
-  if (declared.args !== undefined && (typeof declared.args !== "object" || declared.args === null || Array.isArray(declared.args))) fail(`${name}.args must be an object`);
+  if (declared.args !== undefined && (typeof declared.args !== "object" || declared.args === null || Array.isArray(declared.args)))
+    fail(`${name}.args must be an object`);
   if (declared.class !== undefined && declared.class !== "read" && declared.class !== "action") fail(`${name}.class must be "read" or "action"`);
   for (const key of ["timeoutMs", "maxOutputBytes"]) {
     const value = declared[key];
     if (value !== undefined && (!Number.isInteger(value) || (value as number) < 1)) fail(`${name}.${key} must be a positive whole number`);
   }
   if (declared.cwd !== undefined && typeof declared.cwd !== "string") fail(`${name}.cwd must be a string`);
-  if (declared.env !== undefined && (typeof declared.env !== "object" || declared.env === null || Object.values(declared.env).some((value) => typeof value !== "string"))) {
+  if (
+    declared.env !== undefined &&
+    (typeof declared.env !== "object" || declared.env === null || Object.values(declared.env).some((value) => typeof value !== "string"))
+  ) {
     fail(`${name}.env must map names to strings`);
   }
 }

@@ -84,7 +84,11 @@ export function resolveHostConfig(env: Env = process.env, cwd = process.cwd()): 
   const [nameValue, nameSource] = pick(name, file.name, os.hostname() || "device");
   const config: HostEnvironment = {
     server: normalizeServerUrl(serverValue, serverSource === inFile ? `${configFile}: "server"` : "TETHER_SERVER_URL"),
-    roots: roots ? parseRoots(roots.value, cwd) : file.roots ? [...new Set(file.roots.map((root) => path.resolve(home, expandHome(root.trim(), home))))] : [cwd],
+    roots: roots
+      ? parseRoots(roots.value, cwd)
+      : file.roots
+        ? [...new Set(file.roots.map((root) => path.resolve(home, expandHome(root.trim(), home))))]
+        : [cwd],
     configDir,
     configFile,
     pairingCode: env.TETHER_PAIRING_CODE?.trim() || undefined,
@@ -130,7 +134,8 @@ function updateFromEnv(env: Env): { name: string; value: UpdatePolicy } | undefi
     else throw new HostConfigError(`TETHER_AUTO_UPDATE=${auto.value} is not 1 or 0`);
   }
   if (policy) {
-    if (!UPDATE_POLICIES.includes(policy.value as UpdatePolicy)) throw new HostConfigError(`TETHER_UPDATE=${policy.value} is not one of ${UPDATE_POLICIES.join(", ")}`);
+    if (!UPDATE_POLICIES.includes(policy.value as UpdatePolicy))
+      throw new HostConfigError(`TETHER_UPDATE=${policy.value} is not one of ${UPDATE_POLICIES.join(", ")}`);
     if (fromAuto && (fromAuto === "auto") !== (policy.value === "auto")) {
       throw new HostConfigError(`TETHER_UPDATE=${policy.value} and TETHER_AUTO_UPDATE=${auto!.value} disagree; set one`);
     }
@@ -195,7 +200,10 @@ function checkProxy(raw: string, setting: string): void {
 }
 
 export function parseRoots(raw: string | undefined, cwd: string): string[] {
-  const entries = (raw ?? "").split(path.delimiter).map((entry) => entry.trim()).filter((entry) => entry !== "");
+  const entries = (raw ?? "")
+    .split(path.delimiter)
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
   if (entries.length === 0) return [cwd];
   return [...new Set(entries.map((entry) => path.resolve(cwd, entry)))];
 }

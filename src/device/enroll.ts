@@ -6,7 +6,13 @@ import { ExitCode } from "./exit-code.js";
 import { backoffDelay, seconds, sleep, type Backoff } from "./sleep.js";
 
 export const describeError = (error: unknown) =>
-  error instanceof ServerError ? `${error.code}: ${error.message}` : error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+  error instanceof ServerError
+    ? `${error.code}: ${error.message}`
+    : error instanceof Error
+      ? error.cause instanceof Error
+        ? error.cause.message
+        : error.message
+      : String(error);
 
 /** The stored credential for `server`, else enrollment: a pairing code when given, else device authorization. */
 export async function obtainCredential(args: {

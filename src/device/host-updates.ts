@@ -32,7 +32,9 @@ export function reportOf(outcome: UpdateOutcome, trigger: UpdateReport["trigger"
  * server did not take is sent again after the next hello.
  */
 export async function recordUpdate(configDir: string, client: HostClient | undefined, report: UpdateReport, log: (line: string) => void): Promise<void> {
-  await saveUpdateReport(configDir, { report, reported: false }).catch((error: unknown) => log(`tether-host: cannot keep the update report: ${(error as Error).message}`));
+  await saveUpdateReport(configDir, { report, reported: false }).catch((error: unknown) =>
+    log(`tether-host: cannot keep the update report: ${(error as Error).message}`),
+  );
   if (!client) return;
   try {
     await client.updateReport(report);
@@ -69,7 +71,9 @@ export class UpdateAgent {
     const minimum = reply.minimumHostVersion;
     if (minimum && isOlderVersion(HOST_VERSION, minimum) && !this.noticed.has(`minimum:${minimum}`)) {
       this.noticed.add(`minimum:${minimum}`);
-      log(`tether-host: this server supports tether-host ${minimum} or later; this is ${HOST_VERSION}, which the device owner sees as outdated. Run \`tether-host update\`.`);
+      log(
+        `tether-host: this server supports tether-host ${minimum} or later; this is ${HOST_VERSION}, which the device owner sees as outdated. Run \`tether-host update\`.`,
+      );
     }
     const offered = reply.hostVersion;
     if (!offered || !isOlderVersion(HOST_VERSION, offered) || updates.policy === "off") return;
@@ -92,8 +96,7 @@ export class UpdateAgent {
     this.attempted.add(offered);
     this.installing = true;
     log(`tether-host: the server offers ${offered} (this is ${HOST_VERSION}); updating automatically ("update": "auto")`);
-    void updates
-      .install!()
+    void updates.install!()
       .then(async (outcome) => {
         const report = reportOf(outcome, "auto");
         if (report) await recordUpdate(configDir, client, report, log);

@@ -1,4 +1,14 @@
-import { BLOB_UPLOAD_CALL, boundFailure, StreamEvent, type AnnouncedTool, type CallEvent, type CancelEvent, type CloseEvent, type ReadyEvent, type ResultBody } from "../protocol/index.js";
+import {
+  BLOB_UPLOAD_CALL,
+  boundFailure,
+  StreamEvent,
+  type AnnouncedTool,
+  type CallEvent,
+  type CancelEvent,
+  type CloseEvent,
+  type ReadyEvent,
+  type ResultBody,
+} from "../protocol/index.js";
 import { createScope, describeTool, invokeTool, ToolError, type ApprovedPlan, type LocalTool, type Scope } from "../tools/index.js";
 import { callBlobs, uploadBlob } from "./blob-upload.js";
 import { HostClient, ServerError } from "./client.js";
@@ -88,14 +98,38 @@ export async function runHost(options: RunHostOptions): Promise<number> {
     }
     const network = describeNetwork(networkEnv);
     if (network) log(`tether-host: ${network}`);
-    for (const line of await tightenPermissions(configDir, [CREDENTIAL_FILE]).catch(() => [])) log(`tether-host: ${line} (the credential is for this user only)`);
+    for (const line of await tightenPermissions(configDir, [CREDENTIAL_FILE]).catch(() => []))
+      log(`tether-host: ${line} (the credential is for this user only)`);
     const client = new HostClient(server, undefined, requestThroughNetwork);
-    const credential = await obtainCredential({ client, server, configDir, name, pairingCode: options.pairingCode ?? env.pairingCode, log, stop: stop.signal, backoff });
+    const credential = await obtainCredential({
+      client,
+      server,
+      configDir,
+      name,
+      pairingCode: options.pairingCode ?? env.pairingCode,
+      log,
+      stop: stop.signal,
+      backoff,
+    });
     if (typeof credential === "number") return credential;
     client.setToken(credential.token);
     const state = stateRecorder(configDir, server, credential.deviceId);
     const updates = options.updates ?? { policy: env.update };
-    const session = new HostSession({ client, request: requestThroughNetwork, server, configDir, credential, tools: options.tools, scope, concurrency, log, stop: stop.signal, backoff, updates, state });
+    const session = new HostSession({
+      client,
+      request: requestThroughNetwork,
+      server,
+      configDir,
+      credential,
+      tools: options.tools,
+      scope,
+      concurrency,
+      log,
+      stop: stop.signal,
+      backoff,
+      updates,
+      state,
+    });
     const code = await session.run();
     state.set({ connected: false, since: new Date().toISOString() });
     await state.flush();
@@ -231,10 +265,7 @@ class HostSession {
     this.restart.signal.addEventListener("abort", abortConnection, { once: true });
     let watchdog: NodeJS.Timeout | undefined;
     try {
-      const hello = await client.hello(
-        { tools: tools.map((tool) => announce(tool, scope)), roots: [...scope.roots], agent: HOST_AGENT },
-        connection.signal,
-      );
+      const hello = await client.hello({ tools: tools.map((tool) => announce(tool, scope)), roots: [...scope.roots], agent: HOST_AGENT }, connection.signal);
       this.args.state.set({ offered: hello.hostVersion, minimum: hello.minimumHostVersion });
       this.updates.afterHello(hello);
       const body = await client.stream(connection.signal);
@@ -251,7 +282,9 @@ class HostSession {
           armWatchdog();
           onReady();
           this.args.state.set({ connected: true, since: new Date().toISOString(), deviceId: ready.deviceId });
-          log(`tether-host: connected to ${server} as "${credential.name}" (device ${ready.deviceId}); ${tools.length} tools; roots: ${scope.roots.join(", ")}`);
+          log(
+            `tether-host: connected to ${server} as "${credential.name}" (device ${ready.deviceId}); ${tools.length} tools; roots: ${scope.roots.join(", ")}`,
+          );
         } else if (message.event === StreamEvent.call) {
           this.schedule(JSON.parse(message.data) as CallEvent);
         } else if (message.event === StreamEvent.cancel) {
@@ -316,13 +349,16 @@ class HostSession {
     try {
       if (controller.signal.aborted) return;
       // The server fetching a blob handle this device made: not a tool, and never callable as one.
-      const result = call.tool === BLOB_UPLOAD_CALL ? await uploadBlob(scope, call.input, this.args.request, controller.signal) : await invokeTool(tools, call.tool, call.input, {
-        scope,
-        mode: call.mode,
-        signal: controller.signal,
-        ...(isApprovedPlan(call.expectedPlan) ? { expectedPlan: call.expectedPlan } : {}),
-        ...(call.blobs ? { blob: callBlobs(call.blobs, this.args.request) } : {}),
-      });
+      const result =
+        call.tool === BLOB_UPLOAD_CALL
+          ? await uploadBlob(scope, call.input, this.args.request, controller.signal)
+          : await invokeTool(tools, call.tool, call.input, {
+              scope,
+              mode: call.mode,
+              signal: controller.signal,
+              ...(isApprovedPlan(call.expectedPlan) ? { expectedPlan: call.expectedPlan } : {}),
+              ...(call.blobs ? { blob: callBlobs(call.blobs, this.args.request) } : {}),
+            });
       body = { id: call.id, ok: true, result };
     } catch (error) {
       const failure =

@@ -50,7 +50,7 @@ export class ResultOutbox {
     this.flushScheduled = false;
     const pending = this.pending;
     this.pending = [];
-    for (let start = 0; start < pending.length; ) {
+    for (let start = 0; start < pending.length;) {
       let end = start + 1;
       let bytes = BATCH_FRAME_BYTES + pending[start]!.bytes;
       while (end < pending.length && end - start < MAX_RESULT_BATCH_ITEMS && bytes + 1 + pending[end]!.bytes <= MAX_RESULT_BATCH_BYTES) {

@@ -73,8 +73,7 @@ export function systemdUnit(spec: ServiceSpec, options: { restartSteps: boolean 
   ].join("\n");
 }
 
-const xml = (value: string, what: string) =>
-  noControl(value, what).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const xml = (value: string, what: string) => noControl(value, what).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 export function launchdPlist(spec: ServiceSpec, logDir: string): string {
   const strings = (values: readonly string[], indent: string) => values.map((value) => `${indent}<string>${xml(value, "an argument")}</string>`).join("\n");

@@ -34,10 +34,20 @@ export function servicePlace(manager: ServiceManager, config: HostEnvironment, e
     return { manager, definition: path.join(base, "systemd", "user", SYSTEMD_UNIT), logFile: undefined, settings };
   }
   if (manager === "launchd") {
-    return { manager, definition: path.join(home, "Library", "LaunchAgents", `${LAUNCHD_LABEL}.plist`), logFile: path.join(home, "Library", "Logs", "tether-host", "tether-host.log"), settings };
+    return {
+      manager,
+      definition: path.join(home, "Library", "LaunchAgents", `${LAUNCHD_LABEL}.plist`),
+      logFile: path.join(home, "Library", "Logs", "tether-host", "tether-host.log"),
+      settings,
+    };
   }
   const local = env.LOCALAPPDATA?.trim() || path.join(home, "AppData", "Local");
-  return { manager, definition: path.join(config.configDir, `${SERVICE_NAME}-task.xml`), logFile: path.join(local, "tether-host", "logs", "tether-host.log"), settings };
+  return {
+    manager,
+    definition: path.join(config.configDir, `${SERVICE_NAME}-task.xml`),
+    logFile: path.join(local, "tether-host", "logs", "tether-host.log"),
+    settings,
+  };
 }
 
 /** The variables a service carries over from the shell that installs it: every override of the config file, and PATH (declared tools look programs up on it). */

@@ -18,7 +18,10 @@ export interface ServiceIo {
 type Env = Record<string, string | undefined>;
 
 async function readText(file: string): Promise<string | undefined> {
-  return readFile(file).then((buffer) => buffer.toString(buffer[0] === 0xff && buffer[1] === 0xfe ? "utf16le" : "utf8"), () => undefined);
+  return readFile(file).then(
+    (buffer) => buffer.toString(buffer[0] === 0xff && buffer[1] === 0xfe ? "utf16le" : "utf8"),
+    () => undefined,
+  );
 }
 
 async function writeAtomically(file: string, content: string | Buffer): Promise<void> {
@@ -28,7 +31,8 @@ async function writeAtomically(file: string, content: string | Buffer): Promise<
   await rename(temporary, file);
 }
 
-const fail = (what: string, result: CommandResult) => new Error(`${what} failed (exit ${result.code}): ${result.stderr || result.stdout.trim() || "no output"}`);
+const fail = (what: string, result: CommandResult) =>
+  new Error(`${what} failed (exit ${result.code}): ${result.stderr || result.stdout.trim() || "no output"}`);
 
 /** The definition's bytes for this platform and config. */
 async function definitionFor(place: ServicePlace, config: HostEnvironment, env: Env): Promise<{ text: string; bytes: string | Buffer }> {
@@ -73,7 +77,9 @@ export async function installService(place: ServicePlace, config: HostEnvironmen
     if (changed || !active) {
       const result = await runTool("systemctl", ["--user", active ? "restart" : "start", SYSTEMD_UNIT], env);
       if (result.code !== 0) throw fail(`systemctl --user start ${SYSTEMD_UNIT}`, result);
-      io.out(`${active ? "restarted" : "started"}: ${SYSTEMD_UNIT} (systemd user unit, enabled at login; \`loginctl enable-linger $USER\` starts it at boot without a login)`);
+      io.out(
+        `${active ? "restarted" : "started"}: ${SYSTEMD_UNIT} (systemd user unit, enabled at login; \`loginctl enable-linger $USER\` starts it at boot without a login)`,
+      );
     } else {
       io.out(`already running: ${SYSTEMD_UNIT}`);
     }
@@ -109,7 +115,8 @@ export async function uninstallService(place: ServicePlace, io: ServiceIo, optio
     if (place.manager === "systemd") {
       if (existed) {
         const result = await runTool("systemctl", ["--user", "disable", "--now", SYSTEMD_UNIT], env);
-        if (result.code !== 0 && !/not loaded|does not exist|not found/i.test(result.stderr)) throw fail(`systemctl --user disable --now ${SYSTEMD_UNIT}`, result);
+        if (result.code !== 0 && !/not loaded|does not exist|not found/i.test(result.stderr))
+          throw fail(`systemctl --user disable --now ${SYSTEMD_UNIT}`, result);
       }
     } else if (place.manager === "launchd") {
       await runTool("launchctl", ["bootout", launchdService()], env);
@@ -136,13 +143,24 @@ export interface ManagerStatus {
 export async function managerStatus(place: ServicePlace, env: Env): Promise<ManagerStatus> {
   const installed = (await readText(place.definition)) !== undefined;
   if (place.manager === "systemd") {
-    const shown = await runTool("systemctl", ["--user", "show", SYSTEMD_UNIT, "-p", "ActiveState,SubState,UnitFileState,MainPID,NRestarts,ExecMainStartTimestamp,Result"], env);
+    const shown = await runTool(
+      "systemctl",
+      ["--user", "show", SYSTEMD_UNIT, "-p", "ActiveState,SubState,UnitFileState,MainPID,NRestarts,ExecMainStartTimestamp,Result"],
+      env,
+    );
     if (shown.code !== 0) return { installed, state: undefined, detail: [`systemctl --user cannot be asked: ${shown.stderr || `exit ${shown.code}`}`] };
-    const props = Object.fromEntries(shown.stdout.trim().split("\n").map((line) => line.split(/=(.*)/s, 2) as [string, string]));
+    const props = Object.fromEntries(
+      shown.stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.split(/=(.*)/s, 2) as [string, string]),
+    );
     return {
       installed,
       state: props.ActiveState,
-      detail: [`systemd: ${props.ActiveState} (${props.SubState}), ${props.UnitFileState || "not enabled"}, main pid ${props.MainPID}, ${props.NRestarts ?? 0} restarts${props.ExecMainStartTimestamp ? `, started ${props.ExecMainStartTimestamp}` : ""}`],
+      detail: [
+        `systemd: ${props.ActiveState} (${props.SubState}), ${props.UnitFileState || "not enabled"}, main pid ${props.MainPID}, ${props.NRestarts ?? 0} restarts${props.ExecMainStartTimestamp ? `, started ${props.ExecMainStartTimestamp}` : ""}`,
+      ],
     };
   }
   if (place.manager === "launchd") {
@@ -167,14 +185,25 @@ export async function restartRunningService(place: ServicePlace, env: Env): Prom
       : place.manager === "launchd"
         ? await runTool("launchctl", ["kickstart", "-k", launchdService()], env)
         : await runTool("schtasks", ["/End", "/TN", SERVICE_NAME], env).then(() => runTool("schtasks", ["/Run", "/TN", SERVICE_NAME], env));
-  return result.code === 0 ? `restarted the ${describeManager(place)} to run it` : `could not restart the ${describeManager(place)}: ${result.stderr || `exit ${result.code}`}`;
+  return result.code === 0
+    ? `restarted the ${describeManager(place)} to run it`
+    : `could not restart the ${describeManager(place)}: ${result.stderr || `exit ${result.code}`}`;
 }
 
 /** `tether-host service logs [-n N] [-f]`: journald's, or the rotated file's last lines. */
 export async function showLogs(place: ServicePlace, io: ServiceIo, options: { lines: number; follow: boolean }): Promise<number> {
   if (place.manager === "systemd") {
     // A user manager outside user@.service (a container, a namespace) has its units journaled as system units: ask for both.
-    const args = [`--user-unit=${SYSTEMD_UNIT}`, `--unit=${SYSTEMD_UNIT}`, "-n", String(options.lines), "--no-pager", "-o", "short-iso", ...(options.follow ? ["-f"] : [])];
+    const args = [
+      `--user-unit=${SYSTEMD_UNIT}`,
+      `--unit=${SYSTEMD_UNIT}`,
+      "-n",
+      String(options.lines),
+      "--no-pager",
+      "-o",
+      "short-iso",
+      ...(options.follow ? ["-f"] : []),
+    ];
     return new Promise((resolve) => {
       const child = spawn("journalctl", args, { env: io.env, stdio: ["ignore", "pipe", "pipe"] });
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => io.out(chunk.replace(/\n$/, "")));

@@ -18,10 +18,7 @@ function lineEnd(text: string, start: number): number {
 }
 
 /** `body`: chunks as they arrive (a Node stream, or a WHATWG ReadableStream; both iterate). */
-export async function* readEventStream(
-  body: AsyncIterable<Uint8Array>,
-  onActivity?: () => void,
-): AsyncGenerator<SseMessage, void, undefined> {
+export async function* readEventStream(body: AsyncIterable<Uint8Array>, onActivity?: () => void): AsyncGenerator<SseMessage, void, undefined> {
   const decoder = new TextDecoder();
   let buffer = "";
   let event = "";

@@ -52,17 +52,23 @@ export async function updateExecutable(args: UpdateArgs): Promise<UpdateOutcome>
   let to: string | undefined;
   try {
     if (args.trustedKeys.length === 0) {
-      throw new UpdateFailure("UPDATE_UNAVAILABLE", "This tether-host has no release keys built in (it runs from the sources or the npm package): update it the way it was installed");
+      throw new UpdateFailure(
+        "UPDATE_UNAVAILABLE",
+        "This tether-host has no release keys built in (it runs from the sources or the npm package): update it the way it was installed",
+      );
     }
     const manifest = await fetchManifest(args);
     const verdict = verifyManifest(manifest, args.trustedKeys);
     if (!verdict.ok) throw new UpdateFailure(verdict.code, verdict.message);
     to = verdict.manifest.version;
     if (to === from) return { status: "current", version: from };
-    if (!isOlderVersion(from, to)) throw new UpdateFailure("UPDATE_DOWNGRADE", `The server offers ${to}, which is not newer than this ${from}: a downgrade is refused`);
+    if (!isOlderVersion(from, to))
+      throw new UpdateFailure("UPDATE_DOWNGRADE", `The server offers ${to}, which is not newer than this ${from}: a downgrade is refused`);
     const entry = verdict.manifest.files[args.platform];
     if (!entry) throw new UpdateFailure("UPDATE_NOT_BUILT", `The server's release ${to} has no executable for ${args.platform}`);
-    args.log(`tether-host: updating ${from} → ${to}: downloading ${entry.file} (${(entry.size / 1024 / 1024).toFixed(0)} MB, release signed by key ${verdict.keyId})`);
+    args.log(
+      `tether-host: updating ${from} → ${to}: downloading ${entry.file} (${(entry.size / 1024 / 1024).toFixed(0)} MB, release signed by key ${verdict.keyId})`,
+    );
     await replaceWith(args, entry, to);
     args.log(`tether-host: updated ${from} → ${to} (${args.executable}); the next start runs ${to}`);
     return { status: "updated", from, to };
@@ -70,7 +76,10 @@ export async function updateExecutable(args: UpdateArgs): Promise<UpdateOutcome>
     const failure =
       error instanceof UpdateFailure
         ? error
-        : new UpdateFailure(args.signal?.aborted ? "UPDATE_ABORTED" : "UPDATE_FAILED", error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error));
+        : new UpdateFailure(
+            args.signal?.aborted ? "UPDATE_ABORTED" : "UPDATE_FAILED",
+            error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error),
+          );
     args.log(`tether-host: update failed (${failure.code}): ${failure.message}; ${from} stays in place`);
     return { status: "failed", from, ...(to ? { to } : {}), code: failure.code, message: failure.message };
   }
@@ -84,11 +93,17 @@ async function fetchManifest(args: UpdateArgs): Promise<unknown> {
   try {
     response = await args.request(url, { headers, ...(args.signal ? { signal: args.signal } : {}) });
   } catch (error) {
-    throw new UpdateFailure("UPDATE_MANIFEST_UNAVAILABLE", `Cannot fetch ${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+    throw new UpdateFailure(
+      "UPDATE_MANIFEST_UNAVAILABLE",
+      `Cannot fetch ${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+    );
   }
   if (!response.ok) {
     await response.text().catch(() => "");
-    throw new UpdateFailure("UPDATE_MANIFEST_UNAVAILABLE", `${url} answered ${response.status}${response.status === 404 ? ": the server offers no signed release" : ""}`);
+    throw new UpdateFailure(
+      "UPDATE_MANIFEST_UNAVAILABLE",
+      `${url} answered ${response.status}${response.status === 404 ? ": the server offers no signed release" : ""}`,
+    );
   }
   const chunks: Buffer[] = [];
   let length = 0;
@@ -109,14 +124,23 @@ async function replaceWith(args: UpdateArgs, entry: ManifestEntry, to: string): 
   const directory = path.dirname(args.executable);
   const temporary = path.join(directory, `.${path.basename(args.executable)}.${process.pid}.update`);
   await removeLeftovers(directory, path.basename(args.executable));
-  const mode = ((await stat(args.executable).then((info) => info.mode, () => 0o755)) & 0o777) | 0o700;
+  const mode =
+    ((await stat(args.executable).then(
+      (info) => info.mode,
+      () => 0o755,
+    )) &
+      0o777) |
+    0o700;
   let placed = false;
   try {
     let handle;
     try {
       handle = await open(temporary, "w", mode);
     } catch (error) {
-      throw new UpdateFailure("UPDATE_WRITE_FAILED", `Cannot write next to ${args.executable}: ${(error as Error).message}. Update as the user who owns it, or move it somewhere that user can write`);
+      throw new UpdateFailure(
+        "UPDATE_WRITE_FAILED",
+        `Cannot write next to ${args.executable}: ${(error as Error).message}. Update as the user who owns it, or move it somewhere that user can write`,
+      );
     }
     const hash = createHash("sha256");
     let received = 0;
@@ -126,7 +150,10 @@ async function replaceWith(args: UpdateArgs, entry: ManifestEntry, to: string): 
       try {
         response = await args.request(url, { headers: { "user-agent": HOST_AGENT }, ...(args.signal ? { signal: args.signal } : {}) });
       } catch (error) {
-        throw new UpdateFailure("UPDATE_DOWNLOAD_FAILED", `Cannot download ${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+        throw new UpdateFailure(
+          "UPDATE_DOWNLOAD_FAILED",
+          `Cannot download ${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+        );
       }
       if (!response.ok) {
         await response.text().catch(() => "");
@@ -148,9 +175,11 @@ async function replaceWith(args: UpdateArgs, entry: ManifestEntry, to: string): 
     } finally {
       await handle.close();
     }
-    if (received !== entry.size) throw new UpdateFailure("UPDATE_SIZE_MISMATCH", `Downloaded ${received} bytes; the manifest names ${entry.size} (a truncated download)`);
+    if (received !== entry.size)
+      throw new UpdateFailure("UPDATE_SIZE_MISMATCH", `Downloaded ${received} bytes; the manifest names ${entry.size} (a truncated download)`);
     const digest = hash.digest("hex");
-    if (digest !== entry.sha256) throw new UpdateFailure("UPDATE_DIGEST_MISMATCH", `The download's SHA-256 is ${digest}; the signed manifest names ${entry.sha256}`);
+    if (digest !== entry.sha256)
+      throw new UpdateFailure("UPDATE_DIGEST_MISMATCH", `The download's SHA-256 is ${digest}; the signed manifest names ${entry.sha256}`);
     await trialRun(temporary, to);
     await swapInto(temporary, args.executable);
     placed = true;

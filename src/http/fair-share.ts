@@ -97,7 +97,9 @@ class Gate {
       return Promise.resolve();
     }
     if (lane.waiting.length >= this.maxQueued && !again) {
-      return Promise.reject(new HttpError(429, "TOO_MANY_REQUESTS", `Your account has ${this.perCredential + lane.waiting.length} requests in progress; wait for some to finish`));
+      return Promise.reject(
+        new HttpError(429, "TOO_MANY_REQUESTS", `Your account has ${this.perCredential + lane.waiting.length} requests in progress; wait for some to finish`),
+      );
     }
     const waiting = lane.waiting;
     return new Promise((resolve) => {

@@ -126,9 +126,12 @@ export function createStreamAccounting(options: StreamAccountingOptions): Stream
     }
   };
   const timer = redis
-    ? setInterval(() => {
-        renew().catch((error: unknown) => options.onRedisError?.(error));
-      }, Math.max(1_000, Math.floor(options.leaseMs / 3)))
+    ? setInterval(
+        () => {
+          renew().catch((error: unknown) => options.onRedisError?.(error));
+        },
+        Math.max(1_000, Math.floor(options.leaseMs / 3)),
+      )
     : undefined;
   timer?.unref();
 
@@ -168,7 +171,9 @@ export function createStreamAccounting(options: StreamAccountingOptions): Stream
       if (!redis) return handle;
       let verdict: number;
       try {
-        verdict = Number(await redis.eval(ACQUIRE, 2, userKey, credentialKey, lease.id, String(options.leaseMs), String(options.perUser), String(options.perCredential)));
+        verdict = Number(
+          await redis.eval(ACQUIRE, 2, userKey, credentialKey, lease.id, String(options.leaseMs), String(options.perUser), String(options.perCredential)),
+        );
       } catch (error) {
         // Degraded, not refused: this process's own counts admitted it; the renewal shares it once Redis is back.
         options.onRedisError?.(error);

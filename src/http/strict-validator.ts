@@ -19,7 +19,10 @@ export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema
     if (!first) return { error: [{ keyword: "type", instancePath: "", params: {}, message: "is invalid" }] as never };
     const slash = first.path.lastIndexOf("/");
     const parent = first.path.slice(0, Math.max(0, slash));
-    const key = first.path.slice(slash + 1).replaceAll("~1", "/").replaceAll("~0", "~");
+    const key = first.path
+      .slice(slash + 1)
+      .replaceAll("~1", "/")
+      .replaceAll("~0", "~");
     const message = first.message.charAt(0).toLowerCase() + first.message.slice(1);
     const error =
       first.type === ValueErrorType.ObjectRequiredProperty

@@ -148,7 +148,11 @@ export function verifyManifest(document: unknown, trustedKeys: readonly string[]
   }
   if (byTrustedKey === 0) {
     const known = [...trusted.keys()].join(", ") || "none";
-    return { ok: false, code: "MANIFEST_UNTRUSTED_KEY", message: `The release manifest is not signed by a key this tether-host trusts (signed by ${signatures.map((s) => String(s?.keyId).slice(0, 16)).join(", ")}; trusted: ${known})` };
+    return {
+      ok: false,
+      code: "MANIFEST_UNTRUSTED_KEY",
+      message: `The release manifest is not signed by a key this tether-host trusts (signed by ${signatures.map((s) => String(s?.keyId).slice(0, 16)).join(", ")}; trusted: ${known})`,
+    };
   }
   return { ok: false, code: "MANIFEST_SIGNATURE_INVALID", message: "The release manifest's signature does not verify: it was altered after signing" };
 }

@@ -42,12 +42,7 @@ export interface AtomicWriteOptions {
  * O_NOFOLLOW), synced, then renamed over the target. rename(2) replaces a symlink instead of following it, and it
  * gives the name a new inode, so a hard link shared with a file elsewhere is detached, never written through.
  */
-export async function writeFileAtomic(
-  dir: DirHandle,
-  name: string,
-  fill: (fd: number) => Promise<void> | void,
-  opts: AtomicWriteOptions = {},
-): Promise<void> {
+export async function writeFileAtomic(dir: DirHandle, name: string, fill: (fd: number) => Promise<void> | void, opts: AtomicWriteOptions = {}): Promise<void> {
   const shown = path.join(dir.path, name);
   const temp = `.tether-${randomBytes(9).toString("hex")}.tmp`;
   let fd: number;

@@ -116,7 +116,12 @@ export function defineLocalTool<S extends TObject>(def: LocalToolDefinition<S>):
   const validate = compileValidator(def.input, name);
   const cls = def.class as unknown;
 
-  const execute = async <R extends ToolResult>(phase: ToolMode, fn: (input: never, ctx: ToolContext) => MaybePromise<R>, input: unknown, ctx: ToolContext): Promise<R> => {
+  const execute = async <R extends ToolResult>(
+    phase: ToolMode,
+    fn: (input: never, ctx: ToolContext) => MaybePromise<R>,
+    input: unknown,
+    ctx: ToolContext,
+  ): Promise<R> => {
     if (!ctx || typeof ctx.scope?.resolve !== "function") throw new ToolError("INTERNAL", `Tool ${name}: called without a scope`);
     throwIfAborted(ctx.signal);
     const value = validate(input);
@@ -212,5 +217,13 @@ function assertJsonResult(result: unknown, toolName: string): asserts result is 
 /** `defineLocalTool` for a mutate tool whose plan is its apply without the change (every built-in one). */
 export function definePlannedTool<S extends TObject>(def: PlannedToolDefinition<S>): LocalTool {
   const { name, description, input, hints, run } = def;
-  return defineLocalTool({ name, description, input, class: "mutate", hints, plan: (value, ctx) => run(value, ctx, false), apply: (value, ctx) => run(value, ctx, true) });
+  return defineLocalTool({
+    name,
+    description,
+    input,
+    class: "mutate",
+    hints,
+    plan: (value, ctx) => run(value, ctx, false),
+    apply: (value, ctx) => run(value, ctx, true),
+  });
 }

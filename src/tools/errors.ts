@@ -51,9 +51,7 @@ export class ToolError extends Error {
 
   /** The JSON shape that crosses the network. */
   toJSON(): { code: ToolErrorCode; message: string; details?: unknown } {
-    return this.details === undefined
-      ? { code: this.code, message: this.message }
-      : { code: this.code, message: this.message, details: this.details };
+    return this.details === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, details: this.details };
   }
 }
 

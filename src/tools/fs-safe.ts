@@ -62,7 +62,6 @@ function assertName(name: string): void {
   }
 }
 
-
 /** The tree changed under an operation (a name became a symlink, a directory moved): nothing was done. */
 export function pathChanged(shownPath: string, why: string): ToolError {
   return new ToolError("PATH_CHANGED", `${JSON.stringify(shownPath)} changed while it was being used (${why}); nothing was done`, { path: shownPath });

@@ -211,7 +211,10 @@ export function compileGlobMatcher(pattern: string, field: string, opts: GlobOpt
   const dot = opts.dot ?? false;
   const alternatives = expandBraces(pattern.replace(/^(\.\/)+/, ""), field).map((alt) => {
     const basename = opts.basename === true && !alt.includes("/");
-    const segments = alt.split("/").filter((s, i, all) => s !== "" || all.length === 1).map(parseSegment);
+    const segments = alt
+      .split("/")
+      .filter((s, i, all) => s !== "" || all.length === 1)
+      .map(parseSegment);
     return { basename, alt: new Alternative(basename ? [{ kind: "globstar" }, ...segments] : segments, dot) };
   });
   const literalNames = new Set<string>();

@@ -39,7 +39,9 @@ export async function invokeTool(tools: readonly LocalTool[], name: string, inpu
   const tool = matching[0]!;
   const mode = opts.mode ?? (tool.class === "mutate" ? "plan" : "run");
   if (typeof mode !== "string" || !MODES.includes(mode)) {
-    throw new ToolError("INVALID_MODE", `Unknown mode ${JSON.stringify(String(mode).slice(0, 20))}; use run, plan or apply`, { mode: String(mode).slice(0, 20) });
+    throw new ToolError("INVALID_MODE", `Unknown mode ${JSON.stringify(String(mode).slice(0, 20))}; use run, plan or apply`, {
+      mode: String(mode).slice(0, 20),
+    });
   }
   const ctx: ToolContext = { scope: opts.scope, mode };
   if (opts.signal) ctx.signal = opts.signal;
@@ -52,7 +54,10 @@ export async function invokeTool(tools: readonly LocalTool[], name: string, inpu
         const now = await tool.plan(input, ctx).catch((error: unknown) => {
           // The approved plan was computed fine; failing now (a find gone, a file deleted) means the files changed.
           if (!(error instanceof ToolError)) throw error;
-          throw new ToolError("FILE_CHANGED", `The files changed since this ${tool.name} was proposed: ${error.message}`, { tool: tool.name, cause: error.code });
+          throw new ToolError("FILE_CHANGED", `The files changed since this ${tool.name} was proposed: ${error.message}`, {
+            tool: tool.name,
+            cause: error.code,
+          });
         });
         if (now.diff !== opts.expectedPlan.diff || now.summary !== opts.expectedPlan.summary) {
           throw new ToolError(

@@ -64,7 +64,13 @@ export async function launchOpener(argv: readonly string[] | undefined, target: 
       signal?.removeEventListener("abort", onAbort);
       // explorer.exe exits 1 even when it worked.
       if (exitCode === 0 || process.platform === "win32") return resolve({ command, exitCode, stillRunning: false });
-      reject(new ToolError("OPENER_FAILED", `${path.basename(executable)} exited with status ${exitCode}${stderr ? `: ${stderr.trim()}` : ""}`, { command, exitCode, stderr }));
+      reject(
+        new ToolError("OPENER_FAILED", `${path.basename(executable)} exited with status ${exitCode}${stderr ? `: ${stderr.trim()}` : ""}`, {
+          command,
+          exitCode,
+          stderr,
+        }),
+      );
     });
   });
 }

@@ -66,7 +66,13 @@ export function splitAbsolute(absolute: string, flavor: PathFlavor = currentFlav
   if (flavor === "win32") {
     const match = /^([a-zA-Z]):[\\/]/.exec(absolute);
     if (!match) throw new ToolError("INVALID_PATH", `Not an absolute path: ${JSON.stringify(absolute)}`);
-    return { root: `${match[1]!.toUpperCase()}:\\`, parts: absolute.slice(3).split(/[\\/]/).filter((p) => p !== "" && p !== ".") };
+    return {
+      root: `${match[1]!.toUpperCase()}:\\`,
+      parts: absolute
+        .slice(3)
+        .split(/[\\/]/)
+        .filter((p) => p !== "" && p !== "."),
+    };
   }
   if (!absolute.startsWith("/")) throw new ToolError("INVALID_PATH", `Not an absolute path: ${JSON.stringify(absolute)}`);
   return { root: "/", parts: absolute.split("/").filter((p) => p !== "" && p !== ".") };

@@ -87,7 +87,10 @@ export function runProcess(file: string, args: readonly string[], opts: RunProce
         child.kill("SIGKILL");
       }
     };
-    const timer = setTimeout(() => kill(new ToolError("TIMEOUT", `The command did not finish within ${opts.timeoutMs} ms and was killed`, { timeoutMs: opts.timeoutMs })), opts.timeoutMs);
+    const timer = setTimeout(
+      () => kill(new ToolError("TIMEOUT", `The command did not finish within ${opts.timeoutMs} ms and was killed`, { timeoutMs: opts.timeoutMs })),
+      opts.timeoutMs,
+    );
     const onAbort = () => kill(new ToolError("ABORTED", "The tool call was cancelled; the command was killed"));
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     if (opts.signal?.aborted) onAbort();

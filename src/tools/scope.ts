@@ -52,7 +52,10 @@ export async function createScope(roots: readonly string[]): Promise<Scope> {
       resolved = await fsp.realpath(path.resolve(root));
     } catch (error) {
       const errno = (error as NodeJS.ErrnoException).code;
-      throw new ToolError("INVALID_ROOT", `Root ${JSON.stringify(root)} ${errno === "ENOENT" ? "does not exist" : `cannot be resolved (${errno})`}`, { root, errno });
+      throw new ToolError("INVALID_ROOT", `Root ${JSON.stringify(root)} ${errno === "ENOENT" ? "does not exist" : `cannot be resolved (${errno})`}`, {
+        root,
+        errno,
+      });
     }
     const stat = await fsp.stat(resolved);
     if (!stat.isDirectory()) throw new ToolError("INVALID_ROOT", `Root ${JSON.stringify(root)} is not a directory`, { root });

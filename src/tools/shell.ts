@@ -84,7 +84,11 @@ function schemaFor(spec: ShellArgSpec): TSchema {
         description,
       );
     case "integer":
-      return Type.Integer({ ...(spec.minimum !== undefined ? { minimum: spec.minimum } : {}), ...(spec.maximum !== undefined ? { maximum: spec.maximum } : {}), ...description });
+      return Type.Integer({
+        ...(spec.minimum !== undefined ? { minimum: spec.minimum } : {}),
+        ...(spec.maximum !== undefined ? { maximum: spec.maximum } : {}),
+        ...description,
+      });
     case "boolean":
       return Type.Boolean({ default: false, ...description });
   }
@@ -254,14 +258,16 @@ interface Program {
 async function runProgram(program: Program, argv: string[], cwd: string, signal: AbortSignal | undefined) {
   const { binary, env, timeoutMs, maxOutputBytes } = program;
   const executable = findExecutable(binary, env);
-  if (!executable) throw new ToolError("COMMAND_NOT_FOUND", `The program ${JSON.stringify(binary)} for ${program.tool} is not installed on this device`, { command: binary });
+  if (!executable)
+    throw new ToolError("COMMAND_NOT_FOUND", `The program ${JSON.stringify(binary)} for ${program.tool} is not installed on this device`, { command: binary });
   let output;
   try {
     output = await runProcess(executable, argv, { cwd, env, timeoutMs, maxOutputBytes, ...(signal ? { signal } : {}) });
   } catch (error) {
     if (error instanceof ToolError) throw error;
     const errno = (error as NodeJS.ErrnoException).code;
-    if (errno === "ENOENT" || errno === "EACCES") throw new ToolError("COMMAND_NOT_FOUND", `Could not start ${JSON.stringify(binary)}: ${errno}`, { command: binary });
+    if (errno === "ENOENT" || errno === "EACCES")
+      throw new ToolError("COMMAND_NOT_FOUND", `Could not start ${JSON.stringify(binary)}: ${errno}`, { command: binary });
     throw error;
   }
   return {

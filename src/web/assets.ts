@@ -66,7 +66,15 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Read once at start-up: a handful of small files, served from memory.
   const assets = new Map(ASSET_NAMES.map((name) => [name as string, load(name)]));
   const url = (name: AssetName) => `/assets/${name}?v=${assets.get(name)!.version}`;
-  fastify.decorate("tetherAssets", { css: url("app.css"), js: url("app.js"), htmx: url("htmx.min.js"), icon: url("icon.svg"), sse: url("hx-sse.min.js"), devicesCss: url("devices.css"), passkeys: url("passkeys.js") });
+  fastify.decorate("tetherAssets", {
+    css: url("app.css"),
+    js: url("app.js"),
+    htmx: url("htmx.min.js"),
+    icon: url("icon.svg"),
+    sse: url("hx-sse.min.js"),
+    devicesCss: url("devices.css"),
+    passkeys: url("passkeys.js"),
+  });
 
   fastify.get("/assets/:name", { schema: { params: AssetParams, querystring: AssetQuery } }, async (request, reply) => {
     const asset = assets.get(request.params.name);

@@ -40,7 +40,9 @@ export interface DecidedView extends ProposalSummary {
 export const proposalHref = (id: string) => `/devices/proposals/${encodeURIComponent(id)}`;
 
 export const proposedBy = (proposal: ProposalSummary) =>
-  proposal.proposer ? describeActor(proposal.proposer.actor, proposal.proposer.credential, proposal.proposer.name) : "someone (not recorded: proposed before Tether kept this)";
+  proposal.proposer
+    ? describeActor(proposal.proposer.actor, proposal.proposer.credential, proposal.proposer.name)
+    : "someone (not recorded: proposed before Tether kept this)";
 
 /**
  * A proposal as a page shows it: its diff (or the start of it) cut to `limits` (see diff-limits.ts).
@@ -50,7 +52,16 @@ export function proposalView(proposal: ProposalSummary, diff: string, deviceName
   const { text, ...shown } = shownPart(diff, limits, { bytes: proposal.diffBytes, lines: proposal.diffLines });
   const label = proposal.summary.length > BUTTON_LABEL_LENGTH ? `${proposal.summary.slice(0, BUTTON_LABEL_LENGTH)}…` : proposal.summary;
   const whole = shown.total.lines <= SHOWN_DIFF_LIMITS.lines && shown.total.bytes <= SHOWN_DIFF_LIMITS.bytes;
-  return { ...proposal, deviceName, label, lines: diffLines(text), shown, sharedCut: shown.truncated && whole, proposedBy: proposedBy(proposal), href: proposalHref(proposal.id) };
+  return {
+    ...proposal,
+    deviceName,
+    label,
+    lines: diffLines(text),
+    shown,
+    sharedCut: shown.truncated && whole,
+    proposedBy: proposedBy(proposal),
+    href: proposalHref(proposal.id),
+  };
 }
 
 export function decidedView(proposal: ProposalSummary & { input?: unknown; diff?: string | null }, deviceName: string): DecidedView {

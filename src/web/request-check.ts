@@ -15,9 +15,30 @@ const ranges = (entries: [string, number, "ipv4" | "ipv6"][]) => {
   return list;
 };
 const SCOPES: [Scope, BlockList][] = [
-  ["loopback", ranges([["127.0.0.0", 8, "ipv4"], ["::1", 128, "ipv6"]])],
-  ["link-local", ranges([["169.254.0.0", 16, "ipv4"], ["fe80::", 10, "ipv6"]])],
-  ["private", ranges([["10.0.0.0", 8, "ipv4"], ["172.16.0.0", 12, "ipv4"], ["192.168.0.0", 16, "ipv4"], ["100.64.0.0", 10, "ipv4"], ["fc00::", 7, "ipv6"]])],
+  [
+    "loopback",
+    ranges([
+      ["127.0.0.0", 8, "ipv4"],
+      ["::1", 128, "ipv6"],
+    ]),
+  ],
+  [
+    "link-local",
+    ranges([
+      ["169.254.0.0", 16, "ipv4"],
+      ["fe80::", 10, "ipv6"],
+    ]),
+  ],
+  [
+    "private",
+    ranges([
+      ["10.0.0.0", 8, "ipv4"],
+      ["172.16.0.0", 12, "ipv4"],
+      ["192.168.0.0", 16, "ipv4"],
+      ["100.64.0.0", 10, "ipv4"],
+      ["fc00::", 7, "ipv6"],
+    ]),
+  ],
 ];
 /** One network, for this purpose: the same IPv4 /24 or IPv6 /64 (a home or office LAN, one ISP line). */
 const PREFIX = { ipv4: 24, ipv6: 64 } as const;
@@ -30,7 +51,10 @@ interface Address {
 
 function parse(raw: string | null | undefined): Address | undefined {
   if (!raw) return undefined;
-  let address = raw.trim().replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  let address = raw
+    .trim()
+    .replace(/^\[|\]$/g, "")
+    .replace(/%.*$/, "");
   // An IPv4 client on a dual-stack socket: compare it as the IPv4 address it is.
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
   if (mapped) address = mapped[1]!;

@@ -73,7 +73,8 @@ function kindOf(name: string, schema: PropertySchema): FieldKind {
   const literals = schema.anyOf?.map((s) => (s as { const?: unknown } | null)?.const);
   if (literals && literals.length > 0 && literals.every((v) => typeof v === "string")) return "select";
   // "a string, or a list of them" (grep's include and exclude): one per line.
-  if (schema.anyOf?.some((s) => s?.type === "array" && s.items?.type === "string") && schema.anyOf.every((s) => s?.type === "string" || s?.type === "array")) return "lines";
+  if (schema.anyOf?.some((s) => s?.type === "array" && s.items?.type === "string") && schema.anyOf.every((s) => s?.type === "string" || s?.type === "array"))
+    return "lines";
   switch (schema.type) {
     case "string":
       if (LONG_TEXT_NAMES.has(name)) return "textarea";
@@ -98,7 +99,10 @@ function optionsOf(schema: PropertySchema): string[] {
 }
 
 function labelOf(name: string): string {
-  const words = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ").toLowerCase();
+  const words = name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/[_-]+/g, " ")
+    .toLowerCase();
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
@@ -151,8 +155,15 @@ export function formAction(body: FormBody): FormAction | undefined {
   return match ? { remove: { field: match[1]!, index: Number(match[2]) } } : undefined;
 }
 
-function field(name: string, control: string, announced: unknown, required: boolean, submitted: FormBody | undefined, action: FormAction | undefined): FormField {
-  const property: PropertySchema = announced !== null && typeof announced === "object" ? (announced) : {};
+function field(
+  name: string,
+  control: string,
+  announced: unknown,
+  required: boolean,
+  submitted: FormBody | undefined,
+  action: FormAction | undefined,
+): FormField {
+  const property: PropertySchema = announced !== null && typeof announced === "object" ? announced : {};
   const kind = kindOf(name, property);
   const raw = submitted ? first(submitted[control]) : undefined;
   const integer = property.type === "integer";
@@ -190,7 +201,14 @@ function field(name: string, control: string, announced: unknown, required: bool
   if (order.length === 0) order = [-1];
   const items = order.map((index, position) =>
     Object.entries(itemSchema.properties ?? {}).map(([subName, subSchema]) => {
-      const sub = field(subName, `${control}.${position}.${subName}`, subSchema, itemRequired.has(subName), index < 0 ? undefined : renamed(submitted!, `${control}.${index}.`, `${control}.${position}.`), undefined);
+      const sub = field(
+        subName,
+        `${control}.${position}.${subName}`,
+        subSchema,
+        itemRequired.has(subName),
+        index < 0 ? undefined : renamed(submitted!, `${control}.${index}.`, `${control}.${position}.`),
+        undefined,
+      );
       return sub;
     }),
   );
@@ -241,11 +259,17 @@ function readField(field: FormField, inItem = false): { value?: unknown; error?:
   switch (field.kind) {
     case "number": {
       const value = Number(text);
-      if (!Number.isFinite(value) || (field.step === "1" && !Number.isInteger(value))) return { error: `“${text.slice(0, 40)}” is not a ${field.step === "1" ? "whole " : ""}number.` };
+      if (!Number.isFinite(value) || (field.step === "1" && !Number.isInteger(value)))
+        return { error: `“${text.slice(0, 40)}” is not a ${field.step === "1" ? "whole " : ""}number.` };
       return { value };
     }
     case "lines":
-      return { value: text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "") };
+      return {
+        value: text
+          .split(/\r?\n/)
+          .map((line) => line.trim())
+          .filter((line) => line !== ""),
+      };
     case "json":
       try {
         return { value: JSON.parse(text) };

@@ -10,7 +10,9 @@ import { secretOf, totp } from "../helpers/totp.js";
 
 const { app, url } = await startTestApp(t, { env: { SIGN_IN_LOCKOUT_ATTEMPTS: "3", SIGN_IN_LOCKOUT_SECONDS: "600" } });
 
-async function eventsOf(client: TestClient): Promise<Array<{ event: string; outcome: string; ipAddress: string | null; userAgent: string | null; detail: any }>> {
+async function eventsOf(
+  client: TestClient,
+): Promise<Array<{ event: string; outcome: string; ipAddress: string | null; userAgent: string | null; detail: any }>> {
   await app.tetherActivity.flush();
   const response = await client.get("/api/activity?limit=100");
   if (response.status !== 200) throw new Error(`activity: ${response.status} ${await response.text()}`);
@@ -40,7 +42,16 @@ t.test("each account event is in the user's activity, with address and browser f
 
   const events = await eventsOf(user.client);
   const names = events.map((e) => e.event);
-  for (const name of ["sign-in", "sign-in.failed", "password.change", "token.create", "token.revoke", "two-factor.enable", "two-factor.disable", "session.revoke-others"]) {
+  for (const name of [
+    "sign-in",
+    "sign-in.failed",
+    "password.change",
+    "token.create",
+    "token.revoke",
+    "two-factor.enable",
+    "two-factor.disable",
+    "session.revoke-others",
+  ]) {
     t.ok(names.includes(name), `${name} recorded`);
   }
   const failed = events.find((e) => e.event === "sign-in.failed")!;
@@ -83,7 +94,10 @@ t.test("a user reads only their own activity; the admin API is for site admins",
   const bob = await newUser(url, "bob");
   const aliceEvents = await eventsOf(alice.client);
   t.ok(aliceEvents.length > 0);
-  t.ok(aliceEvents.every((e: any) => e.user === null || e.user.id === alice.id), "only Alice's rows");
+  t.ok(
+    aliceEvents.every((e: any) => e.user === null || e.user.id === alice.id),
+    "only Alice's rows",
+  );
   t.equal((await bob.client.get(`/api/activity?userId=${alice.id}`)).status, 400, "no way to name another user");
   t.equal((await bob.client.get(`/api/admin/activity?userId=${alice.id}`)).status, 403);
   t.equal((await new TestClient(url).get("/api/activity")).status, 401);
@@ -91,5 +105,8 @@ t.test("a user reads only their own activity; the admin API is for site admins",
   const admin = await newUser(url, "admin", { adminOf: app });
   const page = await readJson(await admin.client.get(`/api/admin/activity?userId=${alice.id}&event=sign-up`));
   t.ok(page.entries.length >= 1);
-  t.ok(page.entries.every((e: any) => e.user.id === alice.id && e.event === "sign-up"), "filters apply");
+  t.ok(
+    page.entries.every((e: any) => e.user.id === alice.id && e.event === "sign-up"),
+    "filters apply",
+  );
 });

@@ -32,8 +32,9 @@ t.test("device, proposal and token-call events are in the owner's activity", asy
   // One audit writer batches off the request path for host events and better-auth's sign-in events
   // alike: flushing its one queue makes both visible.
   await server.app.tetherAudit.flush();
-  const entries: Array<{ event: string; credential: string | null; credentialName: string | null; tool: string | null }> =
-    (await readJson(await owner.get("/api/activity?limit=100"))).entries;
+  const entries: Array<{ event: string; credential: string | null; credentialName: string | null; tool: string | null }> = (
+    await readJson(await owner.get("/api/activity?limit=100"))
+  ).entries;
   const events = new Set(entries.map((e) => e.event));
   for (const event of ["sign-up", "token.create", "pair", "enroll", "call", "propose", "approve", "reject", "revoke"]) {
     t.ok(events.has(event), `a "${event}" entry`);
@@ -46,5 +47,8 @@ t.test("device, proposal and token-call events are in the owner's activity", asy
   // Nobody else sees any of it.
   const stranger = await signedIn(server.url);
   const theirs: Array<{ event: string }> = (await readJson(await stranger.get("/api/activity?limit=100"))).entries;
-  t.notOk(theirs.some((e) => ["pair", "call", "approve", "reject", "revoke"].includes(e.event)), "another user's activity holds none of the owner's device events");
+  t.notOk(
+    theirs.some((e) => ["pair", "call", "approve", "reject", "revoke"].includes(e.event)),
+    "another user's activity holds none of the owner's device events",
+  );
 });

@@ -19,7 +19,12 @@ const db = app.tetherDb;
 async function resetToken(email: string): Promise<string> {
   const sent = await browserClient(url).request("POST", "/forgot-password", { form: { email } });
   if (sent.status !== 200) throw new Error(`forgot-password: ${sent.status}`);
-  const row = await db.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom("verification")
+    .select("identifier")
+    .where("identifier", "like", "reset-password:%")
+    .orderBy("createdAt", "desc")
+    .executeTakeFirstOrThrow();
   return row.identifier.slice("reset-password:".length);
 }
 
@@ -38,7 +43,19 @@ t.test("the confirmation lists the API tokens and devices that survived the rese
   // A passkey the intruder registered (its key material does not matter here: nothing signs with it).
   await db
     .insertInto("passkey")
-    .values({ id: "pk-intruder", name: "Intruder's key", publicKey: "unused", userId: owner.id, credentialID: "cred-intruder", counter: 0, deviceType: "singleDevice", backedUp: false, transports: null, createdAt: new Date(), aaguid: null })
+    .values({
+      id: "pk-intruder",
+      name: "Intruder's key",
+      publicKey: "unused",
+      userId: owner.id,
+      credentialID: "cred-intruder",
+      counter: 0,
+      deviceType: "singleDevice",
+      backedUp: false,
+      transports: null,
+      createdAt: new Date(),
+      aaguid: null,
+    })
     .execute();
   const intruder = new TestClient(url);
   await intruder.signIn(owner.email);
@@ -100,7 +117,8 @@ t.test("the revoke buttons need the browser that made the reset, its origin, and
   await mintToken(owner.client, { name: "Kept" });
   const tokenId = (await app.tetherApiTokens.list(owner.id))[0]!.id;
   const { browser } = await resetFromPage(owner.email);
-  const revoke = (client: TestClient, headers?: Record<string, string>) => client.request("POST", `/reset-password/done/tokens/${tokenId}/revoke`, { form: {}, ...(headers ? { headers } : {}) });
+  const revoke = (client: TestClient, headers?: Record<string, string>) =>
+    client.request("POST", `/reset-password/done/tokens/${tokenId}/revoke`, { form: {}, ...(headers ? { headers } : {}) });
 
   const stranger = browserClient(url);
   const bare = await stranger.get("/reset-password/done");
@@ -141,7 +159,10 @@ t.test("with two-factor on, the mailbox alone sees and revokes nothing", async (
 
   const { browser, answer } = await resetFromPage(owner.email);
   t.equal(answer.headers.get("location"), "/reset-password/done");
-  t.notOk(answer.headers.getSetCookie().some((c) => c.startsWith("better-auth.recovery=")), "no recovery cookie");
+  t.notOk(
+    answer.headers.getSetCookie().some((c) => c.startsWith("better-auth.recovery=")),
+    "no recovery cookie",
+  );
   const text = textOf(await (await browser.get("/reset-password/done")).text());
   t.match(text, "Sign in, then check your API tokens");
   t.notMatch(text, "Private name");

@@ -25,7 +25,11 @@ t.test("create: 201 and the created-token record, with the secret this once", as
   t.equal(created.lastUsedAt, null);
   t.ok(Math.abs(new Date(created.expiresAt).getTime() - (Date.now() + 30 * 86_400_000)) < 60_000, "expires in 30 days");
   t.strictSame(Object.keys(created).sort(), ["createdAt", "expiresAt", "id", "lastUsedAt", "name", "prefix", "scopes", "token"]);
-  t.same(await whoAmI(url, bearer(created.token)), { status: 200, id: (await readJson(await client.get("/api/me"))).user.id, via: "token" }, "it works at once");
+  t.same(
+    await whoAmI(url, bearer(created.token)),
+    { status: 200, id: (await readJson(await client.get("/api/me"))).user.id, via: "token" },
+    "it works at once",
+  );
 });
 
 t.test("hashed at rest: no column holds the value; token_hash is its SHA-256", async (t) => {
@@ -47,7 +51,9 @@ t.test("hashed at rest: no column holds the value; token_hash is its SHA-256", a
   t.ok(await lastUsed(), "use is recorded");
   // Nothing else in the database holds it either (sessions, accounts, users, verification).
   for (const table of ["user", "session", "account", "verification"]) {
-    const dump = await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} x where row_to_json(x)::text like ${"%" + secretPart + "%"}`.execute(db);
+    const dump = await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} x where row_to_json(x)::text like ${"%" + secretPart + "%"}`.execute(
+      db,
+    );
     t.equal(Number(dump.rows[0]!.n), 0, `not in ${table}`);
   }
 });
@@ -114,10 +120,15 @@ t.test("expiry: an expired token is anonymous", async (t) => {
 t.test("a token cannot mint a token", async (t) => {
   const { client, id } = await newUser(url, "minting");
   const token = await mintToken(client);
-  const response = await bare(url, "/api/tokens", { ...bearer(token), "content-type": "application/json" }, {
-    method: "POST",
-    body: JSON.stringify({ name: "child" }),
-  });
+  const response = await bare(
+    url,
+    "/api/tokens",
+    { ...bearer(token), "content-type": "application/json" },
+    {
+      method: "POST",
+      body: JSON.stringify({ name: "child" }),
+    },
+  );
   t.equal(response.status, 403);
   t.match(await readJson(response), { code: "COOKIE_SESSION_REQUIRED", message: /session/ });
   const rows = await db.selectFrom("api_token").select("id").where("user_id", "=", id).execute();
@@ -143,7 +154,7 @@ t.test("a scoped token manages tokens only with the tokens scope", async (t) => 
   const { url } = await startTestApp(t);
   const client = new TestClient(url);
   await client.signUp(uniqueEmail("scoped"));
-  const mint = async (scopes: string[]) => ((await (await client.post("/api/tokens", { name: "s", scopes })).json()) as { id: string; token: string });
+  const mint = async (scopes: string[]) => (await (await client.post("/api/tokens", { name: "s", scopes })).json()) as { id: string; token: string };
   const readOnly = await mint(["read"]);
   const manager = await mint(["tokens"]);
   const as = (token: string) => ({ authorization: `Bearer ${token}` });

@@ -14,10 +14,15 @@ import { readJson } from "../helpers/client.js";
 
 const SIGN_IN_LIMIT = 10;
 const attempt = (url: string, ip: string) =>
-  bare(url, "/api/auth/sign-in/email", { "content-type": "application/json", "x-forwarded-for": ip }, {
-    method: "POST",
-    body: JSON.stringify({ email: `nobody-refusals-${randomUUID()}@example.com`, password: "wrong password!" }),
-  });
+  bare(
+    url,
+    "/api/auth/sign-in/email",
+    { "content-type": "application/json", "x-forwarded-for": ip },
+    {
+      method: "POST",
+      body: JSON.stringify({ email: `nobody-refusals-${randomUUID()}@example.com`, password: "wrong password!" }),
+    },
+  );
 
 redisTest(t, "past the limit, refusals are answered without better-auth, as better-auth answers them", async (t) => {
   const { url, redis } = await startTestApp(t, { redis: true, env: { NODE_ENV: "production", BETTER_AUTH_SECRET: TEST_SECRET, TRUST_PROXY: "true" } });

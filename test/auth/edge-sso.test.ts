@@ -15,8 +15,7 @@ const EDGE_SECRET = "edge-secret-0123456789abcdef";
 /** POST /api/auth/edge/sign-in as the proxy would (no Origin, no cookie), with identity headers. */
 const edgeSignIn = (url: string, headers: Record<string, string>) => bare(url, "/api/auth/edge/sign-in", headers, { method: "POST" });
 
-const userCount = async (email: string) =>
-  Number((await sql<{ n: string }>`select count(*) as n from "user" where email = ${email}`.execute(db)).rows[0]!.n);
+const userCount = async (email: string) => Number((await sql<{ n: string }>`select count(*) as n from "user" where email = ${email}`.execute(db)).rows[0]!.n);
 
 /** Asserts a refused edge sign-in: 403 with `code`, and no session cookie. */
 async function refused(t: Test, response: Response, code: string, what: string) {
@@ -99,8 +98,18 @@ t.test("from an untrusted peer: 403 and no cookie, whatever the headers say", as
   const identity = { "x-remote-email": email };
   await refused(t, await edgeSignIn(url, identity), "EDGE_UNTRUSTED", "plain");
   await refused(t, await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET }), "EDGE_UNTRUSTED", "with the right secret");
-  await refused(t, await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET, "x-forwarded-for": "10.9.9.9" }), "EDGE_UNTRUSTED", "claiming the proxy in X-Forwarded-For");
-  await refused(t, await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET, "x-tether-peer-ip": "10.9.9.9" }), "EDGE_UNTRUSTED", "forging the internal peer header");
+  await refused(
+    t,
+    await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET, "x-forwarded-for": "10.9.9.9" }),
+    "EDGE_UNTRUSTED",
+    "claiming the proxy in X-Forwarded-For",
+  );
+  await refused(
+    t,
+    await edgeSignIn(url, { ...identity, "x-edge-secret": EDGE_SECRET, "x-tether-peer-ip": "10.9.9.9" }),
+    "EDGE_UNTRUSTED",
+    "forging the internal peer header",
+  );
 });
 
 t.test("a shared secret: wrong or missing X-Edge-Secret is refused", async (t) => {

@@ -10,10 +10,15 @@ const { url, database } = await startTestApp(t, { env: { TRUSTED_ORIGINS: " http
 const user = await newUser(url, "origins");
 
 const signIn = (headers: Record<string, string>) =>
-  bare(url, "/api/auth/sign-in/email", { "content-type": "application/json", ...headers }, {
-    method: "POST",
-    body: JSON.stringify({ email: user.email, password: PASSWORD }),
-  });
+  bare(
+    url,
+    "/api/auth/sign-in/email",
+    { "content-type": "application/json", ...headers },
+    {
+      method: "POST",
+      body: JSON.stringify({ email: user.email, password: PASSWORD }),
+    },
+  );
 
 t.test("trusted origins may sign in", async (t) => {
   for (const origin of [url, "https://a.example", "https://b.example"]) {
@@ -62,10 +67,15 @@ t.test("a Referer from a trusted origin stands in for a missing Origin", async (
 
 t.test("the same guard protects the JSON APIs: no cross-site token minting", async (t) => {
   const cookie = cookieOf(user.client);
-  const response = await bare(url, "/api/tokens", { cookie, origin: "https://evil.example", "content-type": "application/json" }, {
-    method: "POST",
-    body: JSON.stringify({ name: "stolen" }),
-  });
+  const response = await bare(
+    url,
+    "/api/tokens",
+    { cookie, origin: "https://evil.example", "content-type": "application/json" },
+    {
+      method: "POST",
+      body: JSON.stringify({ name: "stolen" }),
+    },
+  );
   t.equal(response.status, 403);
   const count = await database.db.selectFrom("api_token").select("id").where("user_id", "=", user.id).execute();
   t.equal(count.length, 0, "no token was created");
@@ -83,10 +93,15 @@ t.test("an https base URL: the __Secure- cookie, Secure, and it still resolves",
   const publicOrigin = "https://tether.example";
   const { url: appUrl } = await startTestApp(t, { database, env: { BETTER_AUTH_URL: publicOrigin } });
   const { email, id } = await newUser(url, "secure-cookie");
-  const response = await bare(appUrl, "/api/auth/sign-in/email", { "content-type": "application/json", origin: publicOrigin }, {
-    method: "POST",
-    body: JSON.stringify({ email, password: PASSWORD }),
-  });
+  const response = await bare(
+    appUrl,
+    "/api/auth/sign-in/email",
+    { "content-type": "application/json", origin: publicOrigin },
+    {
+      method: "POST",
+      body: JSON.stringify({ email, password: PASSWORD }),
+    },
+  );
   t.equal(response.status, 200);
   const line = response.headers.getSetCookie().find((c) => c.startsWith("__Secure-better-auth.session_token="));
   t.ok(line, "the cookie carries the __Secure- prefix");

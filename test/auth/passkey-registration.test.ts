@@ -33,7 +33,9 @@ function attestation(challenge: string, made: Made = {}) {
     [-3, Buffer.from(jwk.y!, "base64url")],
   ]);
   const credentialId = randomBytes(16);
-  const rpIdHash = createHash("sha256").update(made.rpID ?? new URL(url).hostname).digest();
+  const rpIdHash = createHash("sha256")
+    .update(made.rpID ?? new URL(url).hostname)
+    .digest();
   const length = Buffer.alloc(2);
   length.writeUInt16BE(credentialId.length);
   const authData = Buffer.concat([
@@ -45,7 +47,13 @@ function attestation(challenge: string, made: Made = {}) {
     credentialId,
     Buffer.from(isoCBOR.encode(coseKey)),
   ]);
-  const attestationObject = isoCBOR.encode(new Map<string, unknown>([["fmt", "none"], ["attStmt", new Map()], ["authData", new Uint8Array(authData)]]) as never);
+  const attestationObject = isoCBOR.encode(
+    new Map<string, unknown>([
+      ["fmt", "none"],
+      ["attStmt", new Map()],
+      ["authData", new Uint8Array(authData)],
+    ]) as never,
+  );
   const clientData = { type: "webauthn.create", challenge, origin: made.origin ?? url, crossOrigin: false };
   return {
     id: b64url(credentialId),

@@ -23,10 +23,15 @@ const SIGN_IN_LIMIT = 10;
  * (test/accounts covers that one).
  */
 const attempt = (url: string, headers: Record<string, string> = {}, password = "wrong password!") =>
-  bare(url, "/api/auth/sign-in/email", { "content-type": "application/json", ...headers }, {
-    method: "POST",
-    body: JSON.stringify({ email: `nobody-ratelimit-${randomUUID()}@example.com`, password }),
-  });
+  bare(
+    url,
+    "/api/auth/sign-in/email",
+    { "content-type": "application/json", ...headers },
+    {
+      method: "POST",
+      body: JSON.stringify({ email: `nobody-ratelimit-${randomUUID()}@example.com`, password }),
+    },
+  );
 
 /** Makes `count` attempts; returns their statuses. */
 async function attempts(count: number, next: (i: number) => Promise<Response>): Promise<number[]> {
@@ -61,10 +66,15 @@ t.test("production, behind a proxy: one client ends in 429 with Retry-After; ano
 
   const other = await attempt(url, { "x-forwarded-for": ipB });
   t.equal(other.status, 401, "another client address is not limited");
-  const otherSignIn = await bare(url, "/api/auth/sign-in/email", { "content-type": "application/json", "x-forwarded-for": ipB }, {
-    method: "POST",
-    body: JSON.stringify({ email: user.email, password: PASSWORD }),
-  });
+  const otherSignIn = await bare(
+    url,
+    "/api/auth/sign-in/email",
+    { "content-type": "application/json", "x-forwarded-for": ipB },
+    {
+      method: "POST",
+      body: JSON.stringify({ email: user.email, password: PASSWORD }),
+    },
+  );
   t.equal(otherSignIn.status, 200, "and signs in");
 });
 

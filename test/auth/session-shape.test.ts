@@ -83,9 +83,23 @@ t.test("an expired session: both null", async (t) => {
     await sql`update "session" set "expiresAt" = now() - interval '1 second' where "userId" = ${id}`.execute(db);
     if (first === "theirs") {
       t.equal(await theirs(cookie), null, "better-auth: null");
-      t.equal(await afterSqlChange(() => ours(cookie), (v) => v === null), null, "ours: null");
+      t.equal(
+        await afterSqlChange(
+          () => ours(cookie),
+          (v) => v === null,
+        ),
+        null,
+        "ours: null",
+      );
     } else {
-      t.equal(await afterSqlChange(() => ours(cookie), (v) => v === null), null, "ours: null");
+      t.equal(
+        await afterSqlChange(
+          () => ours(cookie),
+          (v) => v === null,
+        ),
+        null,
+        "ours: null",
+      );
       t.equal(await theirs(cookie), null, "better-auth: null");
     }
   }
@@ -96,7 +110,13 @@ t.test("a deactivated user: ours null", async (t) => {
   const cookie = { cookie: cookieOf(client) };
   t.ok(await ours(cookie));
   await sql`update "user" set "deactivatedAt" = now() where id = ${id}`.execute(db);
-  t.equal(await afterSqlChange(() => ours(cookie), (v) => v === null), null);
+  t.equal(
+    await afterSqlChange(
+      () => ours(cookie),
+      (v) => v === null,
+    ),
+    null,
+  );
 });
 
 t.test("a session due for refresh still resolves, is extended, and the response sets a new cookie", async (t) => {
@@ -191,7 +211,11 @@ t.test("laziness: no query until asked, one query however often asked", async (t
   t.strictSame(await count(plain, "/test/never", cookie), { status: 200, json: { ok: true }, queries: 0 }, "a route that never asks: no query");
   t.strictSame(await count(plain, "/test/never", bearer(token)), { status: 200, json: { ok: true }, queries: 0 }, "not even for a token");
   t.strictSame(await count(plain, "/test/twice", cookie), { status: 200, json: { same: true, userId: id }, queries: 1 }, "asked three times: one query");
-  t.strictSame(await count(plain, "/test/twice", cookie), { status: 200, json: { same: true, userId: id }, queries: 1 }, "without a cache, one query every request");
+  t.strictSame(
+    await count(plain, "/test/twice", cookie),
+    { status: 200, json: { same: true, userId: id }, queries: 1 },
+    "without a cache, one query every request",
+  );
   await count(plain, "/test/twice", bearer(token)); // the first use records last_used_at, in the background
   await eventually(
     async () => (await db.selectFrom("api_token").select("last_used_at").where("user_id", "=", id).executeTakeFirstOrThrow()).last_used_at !== null,
@@ -203,7 +227,11 @@ t.test("laziness: no query until asked, one query however often asked", async (t
   const brief = new TestClient(url);
   await brief.post("/api/auth/sign-in/email", { email, password: PASSWORD, rememberMe: false });
   const briefHeaders = { cookie: brief.cookieHeader };
-  t.strictSame(await count(plain, "/test/twice", briefHeaders), { status: 200, json: { same: true, userId: id }, queries: 1 }, "a rememberMe: false session: one query too");
+  t.strictSame(
+    await count(plain, "/test/twice", briefHeaders),
+    { status: 200, json: { same: true, userId: id }, queries: 1 },
+    "a rememberMe: false session: one query too",
+  );
 
   const cached = await countingApp(database.listen);
   t.equal((await count(cached, "/test/never", cookie)).queries, 0, "with the cache: a route that never asks, no query");

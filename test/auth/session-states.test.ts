@@ -4,7 +4,19 @@ import type { App } from "../../src/app.js";
 import { verifyApiToken } from "../../src/plugins/session/api-tokens.js";
 import { startTestApp } from "../helpers/app.js";
 import { rawStatusLine, readJson, TestClient, uniqueEmail } from "../helpers/client.js";
-import { afterSqlChange, bare, bearer, cookieOf, mintToken, newUser, PASSWORD, SESSION_COOKIE, sessionSetCookie, statusAfterSqlChange, whoAmI } from "../helpers/auth.js";
+import {
+  afterSqlChange,
+  bare,
+  bearer,
+  cookieOf,
+  mintToken,
+  newUser,
+  PASSWORD,
+  SESSION_COOKIE,
+  sessionSetCookie,
+  statusAfterSqlChange,
+  whoAmI,
+} from "../helpers/auth.js";
 
 // Session states (active, expired, removed, deactivated), the error for each helper, the resolution
 // order (cookie, then token, then anonymous) and scope rules, over real HTTP on one app.
@@ -38,10 +50,15 @@ const tokenOfCookie = (cookie: string) => decodeURIComponent(cookie.slice(cookie
 t.test("state table", async (t) => {
   t.test("sign-up with autoSignIn sets the session cookie in the same response", async (t) => {
     const email = uniqueEmail("signup");
-    const response = await bare(url, "/api/auth/sign-up/email", { "content-type": "application/json", origin: url }, {
-      method: "POST",
-      body: JSON.stringify({ name: "New Person", email, password: PASSWORD }),
-    });
+    const response = await bare(
+      url,
+      "/api/auth/sign-up/email",
+      { "content-type": "application/json", origin: url },
+      {
+        method: "POST",
+        body: JSON.stringify({ name: "New Person", email, password: PASSWORD }),
+      },
+    );
     t.equal(response.status, 200);
     const json = await readJson(response);
     const cookie = sessionSetCookie(response);
@@ -88,7 +105,10 @@ t.test("state table", async (t) => {
     const cookie = cookieOf(client);
     t.equal((await whoAmI(url, { cookie })).status, 200, "resolves while active (and is cached)");
     await sql`update "session" set "expiresAt" = now() - interval '1 minute' where "userId" = ${id}`.execute(db);
-    const expired = await afterSqlChange(() => bare(url, "/api/me", { cookie }), (r) => r.status === 401);
+    const expired = await afterSqlChange(
+      () => bare(url, "/api/me", { cookie }),
+      (r) => r.status === 401,
+    );
     t.equal(expired.status, 401, "expired: anonymous");
     t.equal(sessionSetCookie(expired)?.attributes.get("max-age"), "0", "and the response clears the cookie");
     t.equal(await sessionRows(id), 0, "the expired row is removed");
@@ -190,7 +210,10 @@ t.test("error table", async (t) => {
     const gone = await newUser(url, "err-deactivated");
     const goneCookie = cookieOf(gone.client);
     await sql`update "user" set "deactivatedAt" = now() where id = ${gone.id}`.execute(db);
-    const deactivated = await afterSqlChange(() => bare(url, "/test/require-session", { cookie: goneCookie }), (r) => r.status === 302);
+    const deactivated = await afterSqlChange(
+      () => bare(url, "/test/require-session", { cookie: goneCookie }),
+      (r) => r.status === 302,
+    );
     t.equal(deactivated.status, 302, "deactivated");
     t.equal(deactivated.headers.get("location"), "/login");
   });
@@ -232,7 +255,10 @@ t.test("resolution order", async (t) => {
     const carol = await newUser(url, "carol");
     const carolCookie = cookieOf(carol.client);
     await sql`delete from "session" where "userId" = ${carol.id}`.execute(db);
-    const afterDelete = await afterSqlChange(() => whoAmI(url, { cookie: carolCookie, ...bearer(bobToken) }), (r) => r.id === bob.id);
+    const afterDelete = await afterSqlChange(
+      () => whoAmI(url, { cookie: carolCookie, ...bearer(bobToken) }),
+      (r) => r.id === bob.id,
+    );
     t.same(afterDelete, { status: 200, id: bob.id, via: "token" }, "deleted row");
   });
 
@@ -240,7 +266,10 @@ t.test("resolution order", async (t) => {
     const dave = await newUser(url, "dave");
     const daveCookie = cookieOf(dave.client);
     await sql`update "session" set "expiresAt" = now() - interval '1 minute' where "userId" = ${dave.id}`.execute(db);
-    const afterExpiry = await afterSqlChange(() => whoAmI(url, { cookie: daveCookie, ...bearer(bobToken) }), (r) => r.id === bob.id);
+    const afterExpiry = await afterSqlChange(
+      () => whoAmI(url, { cookie: daveCookie, ...bearer(bobToken) }),
+      (r) => r.id === bob.id,
+    );
     t.same(afterExpiry, { status: 200, id: bob.id, via: "token" });
     t.equal((await whoAmI(url, { cookie: daveCookie })).status, 401, "alone, the expired cookie is anonymous");
   });
@@ -252,8 +281,17 @@ t.test("resolution order", async (t) => {
     // raced the deactivation would be, so the cookie names a live session of a deactivated user.
     const [row] = await sql<Record<string, unknown>>`select * from "session" where "userId" = ${erin.id}`.execute(db).then((r) => r.rows);
     await sql`update "user" set "deactivatedAt" = now() where id = ${erin.id}`.execute(db);
-    await db.insertInto("session").values(row as never).execute();
-    t.same(await afterSqlChange(() => whoAmI(url, { cookie: erinCookie, ...bearer(bobToken) }), (r) => r.status === 401), { status: 401 });
+    await db
+      .insertInto("session")
+      .values(row as never)
+      .execute();
+    t.same(
+      await afterSqlChange(
+        () => whoAmI(url, { cookie: erinCookie, ...bearer(bobToken) }),
+        (r) => r.status === 401,
+      ),
+      { status: 401 },
+    );
   });
 
   t.test("malformed Authorization headers are anonymous, never a 500", async (t) => {
@@ -280,7 +318,11 @@ t.test("resolution order", async (t) => {
       t.match(await readJson(response), { code: "UNAUTHENTICATED" }, `${what}: JSON error`);
     }
     // Control characters, which fetch refuses to send: Node's HTTP parser refuses them before any route.
-    t.equal(await rawStatusLine(url, "GET /api/me HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \u0001\u0002junk"), "HTTP/1.1 400 Bad Request", "control characters: 400");
+    t.equal(
+      await rawStatusLine(url, "GET /api/me HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \u0001\u0002junk"),
+      "HTTP/1.1 400 Bad Request",
+      "control characters: 400",
+    );
     const huge = await fetch(`${url}/api/me`, { headers: { authorization: `Bearer sk_${"a".repeat(64 * 1024)}` } });
     t.equal(huge.status, 431, "a header larger than the server accepts: 431, not 500");
     t.same(await whoAmI(url, bearer(bobToken)), { status: 200, id: bob.id, via: "token" }, "the server is fine afterwards");

@@ -71,15 +71,31 @@ t.test("a large text file and a binary file: handles whose bytes come from the d
   const client = await connectClient(t, server.url, await mintToken(owner, { scopes: ["host:call"] }));
   const viaMcp = (await client.callTool({ name: "read_file", arguments: { device: deviceId, path: "image.png" } })) as CallToolResult;
   const link = viaMcp.content.find((part) => part.type === "resource_link");
-  t.match(link, { type: "resource_link", name: "image.png", mimeType: "image/png", size: binary.length, uri: /\/api\/host\/blobs\/b_/ }, "MCP results carry a resource_link");
-  t.notOk(viaMcp.content.some((part) => part.type === "image" || part.type === "resource"), "no embedded bytes");
+  t.match(
+    link,
+    { type: "resource_link", name: "image.png", mimeType: "image/png", size: binary.length, uri: /\/api\/host\/blobs\/b_/ },
+    "MCP results carry a resource_link",
+  );
+  t.notOk(
+    viaMcp.content.some((part) => part.type === "image" || part.type === "resource"),
+    "no embedded bytes",
+  );
   t.notOk(JSON.stringify(viaMcp).includes(binary.subarray(9, 60).toString("base64")), "no base64 of the file anywhere");
   const linked = await fetch((link as { uri: string }).uri);
   t.ok(Buffer.from(await linked.arrayBuffer()).equals(binary), "the link downloads the file");
 
   await server.app.tetherAudit.flush();
-  const rows = await server.database.db.selectFrom("activity_event").select(["event", "actor", "detail"]).where("event", "in", ["blob_make", "blob_fetch"]).orderBy("id").execute();
-  t.same(rows.map((row) => row.event), ["blob_make", "blob_fetch", "blob_fetch", "blob_make", "blob_fetch", "blob_make", "blob_fetch", "blob_make", "blob_fetch", "blob_make", "blob_fetch"], "each blob made and each fetch is in the audit log");
+  const rows = await server.database.db
+    .selectFrom("activity_event")
+    .select(["event", "actor", "detail"])
+    .where("event", "in", ["blob_make", "blob_fetch"])
+    .orderBy("id")
+    .execute();
+  t.same(
+    rows.map((row) => row.event),
+    ["blob_make", "blob_fetch", "blob_fetch", "blob_make", "blob_fetch", "blob_make", "blob_fetch", "blob_make", "blob_fetch", "blob_make", "blob_fetch"],
+    "each blob made and each fetch is in the audit log",
+  );
   t.match(rows[0]!.detail, { path: path.join(root, "big.log"), size: Buffer.byteLength(text), digest: sha256(text) });
   t.equal(rows[1]!.actor, "url", "fetched by whoever held the URL");
 });
@@ -98,7 +114,11 @@ t.test("the path is resolved inside the roots again when the bytes are read: a s
   const response = await fetch(read.result.blob.url);
   t.equal(response.status, 422);
   t.equal((await readJson(response)).code, "OUTSIDE_ROOTS", "the device refuses: the path now leads outside its roots");
-  t.same((await readdir(blobDir)).filter((name) => name !== "tmp"), [], "nothing stored");
+  t.same(
+    (await readdir(blobDir)).filter((name) => name !== "tmp"),
+    [],
+    "nothing stored",
+  );
 });
 
 t.test("a device gone mid-upload: the download is aborted, nothing kept, and fetching again starts over", async (t) => {
@@ -106,7 +126,12 @@ t.test("a device gone mid-upload: the download is aborted, nothing kept, and fet
   const server = await startHostServer(t, { env: { BLOB_DIR: blobDir } });
   const owner = await signedIn(server.url);
   const { deviceId, token } = await pair(owner);
-  const readTool: AnnouncedTool = { name: "read_file", description: "Read", inputSchema: { type: "object", properties: { path: { type: "string" } } }, class: "read" };
+  const readTool: AnnouncedTool = {
+    name: "read_file",
+    description: "Read",
+    inputSchema: { type: "object", properties: { path: { type: "string" } } },
+    class: "read",
+  };
   const bytes = randomBytes(2 * 1024 * 1024);
   const source = { path: "/data/big.bin", size: bytes.length, sha256: sha256(bytes), contentType: "application/octet-stream" };
 
@@ -141,7 +166,13 @@ t.test("a device gone mid-upload: the download is aborted, nothing kept, and fet
       controller.enqueue(bytes.subarray(0, 1024 * 1024));
     },
   });
-  const put = fetch(upload.input.url, { method: "PUT", body, duplex: "half", signal: abort.signal, headers: { "content-type": "application/octet-stream" } } as RequestInit).catch(() => undefined);
+  const put = fetch(upload.input.url, {
+    method: "PUT",
+    body,
+    duplex: "half",
+    signal: abort.signal,
+    headers: { "content-type": "application/octet-stream" },
+  } as RequestInit).catch(() => undefined);
   await eventually(async () => (await readdir(path.join(blobDir, "tmp")).catch(() => [])).length > 0, 5_000, "the upload to begin");
   abort.abort();
   cut.disconnect();
@@ -151,7 +182,11 @@ t.test("a device gone mid-upload: the download is aborted, nothing kept, and fet
   t.equal(failed.status, 200, "the download began with the upload");
   await t.rejects(failed.arrayBuffer(), "and is aborted when the device goes: partial bytes never pass for the file");
   await eventually(async () => (await readdir(path.join(blobDir, "tmp"))).length === 0, 5_000, "the partial upload to be removed");
-  t.same((await readdir(blobDir)).filter((name) => name !== "tmp"), [], "nothing kept");
+  t.same(
+    (await readdir(blobDir)).filter((name) => name !== "tmp"),
+    [],
+    "nothing kept",
+  );
 
   const back = new ScriptedDevice(server.url, deviceId, token);
   await back.hello([readTool]);

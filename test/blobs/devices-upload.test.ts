@@ -21,7 +21,12 @@ function uploadForm(filePath: string | undefined, bytes: Buffer, name: string, t
 }
 
 function postUpload(owner: TestClient, deviceId: string, body: BodyInit, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${owner.baseURL}/devices/${deviceId}/upload`, { method: "POST", body, redirect: "manual", headers: { origin: owner.baseURL, cookie: owner.cookieHeader, ...headers } });
+  return fetch(`${owner.baseURL}/devices/${deviceId}/upload`, {
+    method: "POST",
+    body,
+    redirect: "manual",
+    headers: { origin: owner.baseURL, cookie: owner.cookieHeader, ...headers },
+  });
 }
 
 const staged = async (blobDir: string) => readdir(path.join(blobDir, "staging")).catch(() => [] as string[]);
@@ -84,7 +89,11 @@ t.test("uploading a file on /devices proposes write_file with it", async (t) => 
       ["url-encoded form", "path=x.txt&file=abc", { "content-type": "application/x-www-form-urlencoded" }],
       ["plain text", "hello", { "content-type": "text/plain" }],
       ["no boundary", "--x\r\n", { "content-type": "multipart/form-data" }],
-      ["cut off mid-part", '--xyz\r\nContent-Disposition: form-data; name="path"\r\n\r\nx.txt\r\n--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nabc', { "content-type": "multipart/form-data; boundary=xyz" }],
+      [
+        "cut off mid-part",
+        '--xyz\r\nContent-Disposition: form-data; name="path"\r\n\r\nx.txt\r\n--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nabc',
+        { "content-type": "multipart/form-data; boundary=xyz" },
+      ],
       ["garbage headers", "--xyz\r\n\u0000\u0001garbage\r\n\r\n--xyz--\r\n", { "content-type": "multipart/form-data; boundary=xyz" }],
     ];
     for (const [label, body, headers] of cases) {

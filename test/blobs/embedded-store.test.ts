@@ -31,7 +31,12 @@ async function makeBlob(owner: TestClient, bytes: Buffer, extra: Record<string, 
   return { status: response.status, body: await readJson(response) };
 }
 
-const upload = (url: string, body: Buffer | string, headers: Record<string, string> = {}) => fetch(url, { method: "PUT", body: typeof body === "string" ? body : new Uint8Array(body), headers: { "content-type": "application/octet-stream", ...headers } });
+const upload = (url: string, body: Buffer | string, headers: Record<string, string> = {}) =>
+  fetch(url, {
+    method: "PUT",
+    body: typeof body === "string" ? body : new Uint8Array(body),
+    headers: { "content-type": "application/octet-stream", ...headers },
+  });
 
 /** Files the store holds (its temp folder aside): nothing partial may stay behind. */
 async function storedFiles(dir: string): Promise<string[]> {
@@ -161,10 +166,14 @@ t.test("the retention sweep removes expired blobs, rows and bytes", async (t) =>
   const { blob, upload: put } = (await makeBlob(owner, bytes)).body;
   t.equal((await upload(put.url, bytes)).status, 200);
   t.same(await storedFiles(dir), [blob.id]);
-  await eventually(async () => {
-    await app.tetherBlobs.sweep();
-    return (await storedFiles(dir)).length === 0;
-  }, 5_000, "the sweep to remove the expired blob");
+  await eventually(
+    async () => {
+      await app.tetherBlobs.sweep();
+      return (await storedFiles(dir)).length === 0;
+    },
+    5_000,
+    "the sweep to remove the expired blob",
+  );
   t.equal((await fetch(blob.url)).status, 410, "its URL has expired with it");
   t.equal(await app.tetherBlobs.findBlob(blob.id), undefined, "its row is gone");
 });
@@ -189,17 +198,21 @@ if (fullDisk) {
 }
 
 // Skipped with the reason where a tmpfs cannot be mounted, except in CI, where the case must run.
-t.test("a full disk: 507 with a message, nothing partial kept or served", { skip: fullDisk || IN_CI ? false : "a small tmpfs cannot be mounted here (needs root)" }, async (t) => {
-  if (!fullDisk) return t.fail("a small tmpfs cannot be mounted here (needs root), so the full-disk case cannot run");
-  const mount = fullDisk;
-  const { owner } = await setUp(t, { BLOB_DIR: mount });
-  const bytes = randomBytes(1024 * 1024);
-  const { blob, upload: put } = (await makeBlob(owner, bytes)).body;
-  const response = await upload(put.url, bytes);
-  t.equal(response.status, 507);
-  const error = await readJson(response);
-  t.equal(error.code, "BLOB_STORE_FULL");
-  t.match(error.message, /disk is full/);
-  t.same(await storedFiles(mount), [], "nothing partial kept");
-  t.equal((await fetch(blob.url)).status, 409, "nothing served");
-});
+t.test(
+  "a full disk: 507 with a message, nothing partial kept or served",
+  { skip: fullDisk || IN_CI ? false : "a small tmpfs cannot be mounted here (needs root)" },
+  async (t) => {
+    if (!fullDisk) return t.fail("a small tmpfs cannot be mounted here (needs root), so the full-disk case cannot run");
+    const mount = fullDisk;
+    const { owner } = await setUp(t, { BLOB_DIR: mount });
+    const bytes = randomBytes(1024 * 1024);
+    const { blob, upload: put } = (await makeBlob(owner, bytes)).body;
+    const response = await upload(put.url, bytes);
+    t.equal(response.status, 507);
+    const error = await readJson(response);
+    t.equal(error.code, "BLOB_STORE_FULL");
+    t.match(error.message, /disk is full/);
+    t.same(await storedFiles(mount), [], "nothing partial kept");
+    t.equal((await fetch(blob.url)).status, 409, "nothing served");
+  },
+);

@@ -28,11 +28,24 @@ export async function runtimeDevice(t: Test, url: string, owner: TestClient): Pr
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
   const stop = new AbortController();
   const lines: string[] = [];
-  const host = runHost({ server: url, tools: builtinTools, roots: [root], configDir, pairingCode: code, handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
+  const host = runHost({
+    server: url,
+    tools: builtinTools,
+    roots: [root],
+    configDir,
+    pairingCode: code,
+    handleSignals: false,
+    signal: stop.signal,
+    log: (line) => lines.push(line),
+  });
   t.teardown(async () => {
     stop.abort();
     await host;
   });
-  await eventually(() => lines.some((line) => /connected to/.test(line)), 15_000, () => `connected (${lines.join(" | ")})`);
+  await eventually(
+    () => lines.some((line) => /connected to/.test(line)),
+    15_000,
+    () => `connected (${lines.join(" | ")})`,
+  );
   return { root, deviceId: (await loadCredential(configDir, url))!.deviceId };
 }

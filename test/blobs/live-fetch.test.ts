@@ -13,7 +13,12 @@ import { eventually } from "../helpers/eventually.js";
 import { pair, ScriptedDevice, signedIn, startHostServer } from "../host/helpers.js";
 import { sha256, tempDir } from "./helpers.js";
 
-const readTool: AnnouncedTool = { name: "read_file", description: "Read", inputSchema: { type: "object", properties: { path: { type: "string" } } }, class: "read" };
+const readTool: AnnouncedTool = {
+  name: "read_file",
+  description: "Read",
+  inputSchema: { type: "object", properties: { path: { type: "string" } } },
+  class: "read",
+};
 
 /** A device that describes `bytes` as /data/big.bin; the handle's URL, and the device to script the upload with. */
 async function handleFor(t: Test, bytes: Buffer) {
@@ -73,7 +78,11 @@ t.test("the first download streams the bytes while the device uploads them", asy
   t.equal(response.headers.get("content-length"), String(bytes.length));
   t.equal(response.headers.get("etag"), `"${sha256(bytes)}"`);
   const body = reader(response);
-  await eventually(() => body.received() >= 1024 * 1024, 10_000, () => `bytes before the upload's end (${body.received()})`);
+  await eventually(
+    () => body.received() >= 1024 * 1024,
+    10_000,
+    () => `bytes before the upload's end (${body.received()})`,
+  );
   t.ok(body.received() < bytes.length, "the client has part of the file while the upload is still open");
   for (let at = half; at < bytes.length; at += 64 * 1024) upload.push(bytes.subarray(at, at + 64 * 1024));
   upload.end();
@@ -104,7 +113,11 @@ t.test("an upload whose bytes are not the announced ones aborts the download and
   await device.postResult({ id: call.id, ok: false, error: { code: "IO_ERROR", message: "upload refused" } });
   await t.rejects(body.done, "the download is aborted, never ended cleanly");
   t.ok(body.received() < bytes.length, `the client never got the whole length (${body.received()} bytes)`);
-  await eventually(async () => (await readdir(blobDir)).filter((name) => name !== "tmp").length === 0 && (await readdir(`${blobDir}/tmp`)).length === 0, 5_000, "nothing kept");
+  await eventually(
+    async () => (await readdir(blobDir)).filter((name) => name !== "tmp").length === 0 && (await readdir(`${blobDir}/tmp`)).length === 0,
+    5_000,
+    "nothing kept",
+  );
 
   // Fetching again asks the device again (the blob was never marked complete).
   const retry = fetch(url);

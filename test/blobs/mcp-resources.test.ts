@@ -30,7 +30,7 @@ t.test("blob resource_links are readable through resources/read", async (t) => {
     const client = await connectV2(t, server.url, token, revision);
     t.ok(client.getServerCapabilities()?.resources, `${revision}: the server offers resources`);
     const linkOf = async (file: string) => {
-      const result = (await client.callTool({ name: "read_file", arguments: { device: deviceId, path: file } }));
+      const result = await client.callTool({ name: "read_file", arguments: { device: deviceId, path: file } });
       const link = result.content.find((part) => part.type === "resource_link") as { uri: string } | undefined;
       if (!link) throw new Error(`no resource_link for ${file}: ${JSON.stringify(result).slice(0, 300)}`);
       return link.uri;
@@ -47,14 +47,22 @@ t.test("blob resource_links are readable through resources/read", async (t) => {
     t.ok(Buffer.from((readImage.contents[0] as { blob: string }).blob, "base64").equals(binary), `${revision}: binary as base64 blob contents`);
 
     const hugeURI = await linkOf("huge.bin");
-    await t.rejects(client.readResource({ uri: hugeURI }), { message: /download it from its URL instead.*\/api\/host\/blobs\/b_/ }, `${revision}: over the limit, the error gives the URL`);
-    await t.rejects(client.readResource({ uri: "file:///etc/passwd" }), { message: /Not a Tether blob URI/ }, `${revision}: a URI that is not a blob's is not found`);
+    await t.rejects(
+      client.readResource({ uri: hugeURI }),
+      { message: /download it from its URL instead.*\/api\/host\/blobs\/b_/ },
+      `${revision}: over the limit, the error gives the URL`,
+    );
+    await t.rejects(
+      client.readResource({ uri: "file:///etc/passwd" }),
+      { message: /Not a Tether blob URI/ },
+      `${revision}: a URI that is not a blob's is not found`,
+    );
   }
 
   const stranger = await signedIn(server.url);
   const strangerClient = await connectV2(t, server.url, await mintToken(stranger, { scopes: ["host:call"] }), "2026-07-28");
   const ownerClient = await connectV2(t, server.url, token, "2026-07-28");
-  const result = (await ownerClient.callTool({ name: "read_file", arguments: { device: deviceId, path: "image.png" } }));
+  const result = await ownerClient.callTool({ name: "read_file", arguments: { device: deviceId, path: "image.png" } });
   const uri = (result.content.find((part) => part.type === "resource_link") as { uri: string }).uri;
   await t.rejects(strangerClient.readResource({ uri }), { message: /You have no blob with this id/ }, "another user's blob is not found, even with its URL");
 });

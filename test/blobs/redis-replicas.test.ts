@@ -29,7 +29,11 @@ redisTest(t, "a blob handle works when the caller and the device are on differen
   const binary = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0]), randomBytes(3 * 1024 * 1024)]);
   await writeFile(path.join(root, "image.png"), binary);
   const read = await readJson(await onSecond.post("/api/host/calls", { deviceId, tool: "read_file", input: { path: "image.png" } }));
-  t.match(read.result?.blob, { size: binary.length, digest: sha256(binary), url: new RegExp(`^${second.url}/api/host/blobs/b_`) }, "the second replica's handle");
+  t.match(
+    read.result?.blob,
+    { size: binary.length, digest: sha256(binary), url: new RegExp(`^${second.url}/api/host/blobs/b_`) },
+    "the second replica's handle",
+  );
   const fetched = await fetch(read.result.blob.url);
   t.equal(fetched.status, 200);
   t.ok(Buffer.from(await fetched.arrayBuffer()).equals(binary), "the device on the first replica uploaded it, byte for byte");

@@ -39,7 +39,12 @@ function recordRequests(t: Test) {
   const seen: { port: number; method: string; url: string; length: number }[] = [];
   const listener = (message: unknown) => {
     const { request } = message as { request: IncomingMessage };
-    seen.push({ port: request.socket.localPort ?? 0, method: request.method ?? "", url: request.url ?? "", length: Number(request.headers["content-length"] ?? 0) });
+    seen.push({
+      port: request.socket.localPort ?? 0,
+      method: request.method ?? "",
+      url: request.url ?? "",
+      length: Number(request.headers["content-length"] ?? 0),
+    });
   };
   subscribe("http.server.request.start", listener);
   t.teardown(() => unsubscribe("http.server.request.start", listener));
@@ -102,21 +107,36 @@ t.test("a device's file through a handle: device → bucket → caller, never th
   t.equal(applied.status, 200, "write_file from a blob in the bucket applies");
   await applied.body?.cancel();
   t.ok((await readFile(path.join(root, "written.bin"))).equals(content), "the device wrote the blob, byte for byte");
-  t.same(requests.filter((r) => r.port !== s3.port && r.url.includes(made.blob.id)).map((r) => r.method), ["PUT"], "the replica saw only the caller's upload");
-  t.ok(requests.some((r) => r.port === s3.port && r.method === "GET" && r.url.includes(made.blob.id)), "the device read it from the bucket");
+  t.same(
+    requests.filter((r) => r.port !== s3.port && r.url.includes(made.blob.id)).map((r) => r.method),
+    ["PUT"],
+    "the replica saw only the caller's upload",
+  );
+  t.ok(
+    requests.some((r) => r.port === s3.port && r.method === "GET" && r.url.includes(made.blob.id)),
+    "the device read it from the bucket",
+  );
 
   const toBucket = requests.filter((r) => r.port === s3.port && r.method === "PUT" && r.url.includes(blob.id));
   t.equal(toBucket.length, 1, "the device put the bytes to the bucket once");
   t.equal(toBucket[0]?.length, binary.length, "all of them");
   const toReplica = requests.filter((r) => r.port !== s3.port && r.url.includes(blob.id));
-  t.same(toReplica.map((r) => r.method), ["GET", "GET", "GET"], "the replica saw only the three downloads, no upload");
-  t.ok(toReplica.every((r) => r.length === 0), "and no body");
+  t.same(
+    toReplica.map((r) => r.method),
+    ["GET", "GET", "GET"],
+    "the replica saw only the three downloads, no upload",
+  );
+  t.ok(
+    toReplica.every((r) => r.length === 0),
+    "and no body",
+  );
 });
 
 t.test("a caller's upload lands in the bucket; the bucket down is 503 BLOB_STORE_UNAVAILABLE, and back it just works", async (t) => {
   const { s3, s3dir, server, owner } = await setUp(t);
   const bytes = randomBytes(200_000);
-  const make = async () => readJson(await owner.post("/api/host/blobs", { size: bytes.length, digest: sha256(bytes), contentType: "application/octet-stream" }));
+  const make = async () =>
+    readJson(await owner.post("/api/host/blobs", { size: bytes.length, digest: sha256(bytes), contentType: "application/octet-stream" }));
   const put = (url: string, body: Buffer) => fetch(url, { method: "PUT", body: new Uint8Array(body), headers: { "content-type": "application/octet-stream" } });
 
   const made = await make();

@@ -2,9 +2,21 @@ import t from "tap";
 import { loadConfig } from "../../src/config/env.js";
 
 t.test("BLOB_STORE=s3 is taken with its bucket, endpoint and keys", async (t) => {
-  const config = loadConfig({ BLOB_STORE: "s3", S3_BUCKET: "files", S3_ENDPOINT: "http://127.0.0.1:9000", S3_ACCESS_KEY_ID: "id", S3_SECRET_ACCESS_KEY: "secret" });
+  const config = loadConfig({
+    BLOB_STORE: "s3",
+    S3_BUCKET: "files",
+    S3_ENDPOINT: "http://127.0.0.1:9000",
+    S3_ACCESS_KEY_ID: "id",
+    S3_SECRET_ACCESS_KEY: "secret",
+  });
   t.equal(config.blobs.store, "s3");
-  t.match(config.blobs.s3, { bucket: "files", region: "us-east-1", endpoint: "http://127.0.0.1:9000", forcePathStyle: true, credentials: { accessKeyId: "id", secretAccessKey: "secret" } });
+  t.match(config.blobs.s3, {
+    bucket: "files",
+    region: "us-east-1",
+    endpoint: "http://127.0.0.1:9000",
+    forcePathStyle: true,
+    credentials: { accessKeyId: "id", secretAccessKey: "secret" },
+  });
   t.notOk(loadConfig({ BLOB_STORE: "s3", S3_BUCKET: "files" }).blobs.s3?.credentials, "no keys: the AWS SDK's own chain");
 });
 

@@ -13,6 +13,10 @@ t.test("proposal limits and retention come from the environment, with documented
 t.test("a bad proposal setting stops the server with a line saying which", async (t) => {
   t.throws(() => loadConfig({ MAX_PENDING_PROPOSALS_PER_USER: "0", MAX_PENDING_PROPOSALS_PER_DEVICE: "many", PROPOSAL_RETENTION: "a week" }), {
     name: "ConfigError",
-    problems: [/MAX_PENDING_PROPOSALS_PER_USER=0 is not a positive whole number/, /MAX_PENDING_PROPOSALS_PER_DEVICE=many/, /PROPOSAL_RETENTION=a week is not a duration/],
+    problems: [
+      /MAX_PENDING_PROPOSALS_PER_USER=0 is not a positive whole number/,
+      /MAX_PENDING_PROPOSALS_PER_DEVICE=many/,
+      /PROPOSAL_RETENTION=a week is not a duration/,
+    ],
   });
 });

@@ -57,7 +57,11 @@ t.test("one LISTEN connection serves every channel of the process", { skip }, as
 
   await notify(sessionChannel, "s:1");
   await notify(deviceChannel, "d:1");
-  await eventually(() => sessions.messages.length === 1 && devices.messages.length === 1 && alsoSessions.messages.length === 1, 10_000, "each notification to arrive");
+  await eventually(
+    () => sessions.messages.length === 1 && devices.messages.length === 1 && alsoSessions.messages.length === 1,
+    10_000,
+    "each notification to arrive",
+  );
   t.same(sessions.messages, ["s:1"], "a channel's subscriber hears its channel only");
   t.same(devices.messages, ["d:1"], "and so does the other channel's");
   t.same(alsoSessions.messages, ["s:1"], "two subscribers of one channel both hear it");

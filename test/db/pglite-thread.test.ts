@@ -92,7 +92,12 @@ t.test("LISTEN delivers NOTIFY payloads, and stops on close", async (t) => {
   const { db, listen } = await open(t);
   const payloads: string[] = [];
   let ready = 0;
-  const subscription = await listen("t_thread", { onMessage: (payload) => payloads.push(payload), onReady: () => ready++, onProven: () => {}, onLost: () => {} });
+  const subscription = await listen("t_thread", {
+    onMessage: (payload) => payloads.push(payload),
+    onReady: () => ready++,
+    onProven: () => {},
+    onLost: () => {},
+  });
   t.equal(ready, 1);
   await sql`select pg_notify('t_thread', 'hello')`.execute(db);
   await sql`select pg_notify('other', 'not for us')`.execute(db);

@@ -59,7 +59,12 @@ t.test("the file sets every value; the environment overrides each; the sources a
     configFile: path.join(dir, "config.json"),
   });
   t.same(Object.values(fromFile.sources).filter((source) => source === "config file").length, 9, "every key reads from the file");
-  t.same(networkEnvironment(fromFile.config, {}), { HTTPS_PROXY: "http://proxy.corp:3128", HTTP_PROXY: "http://proxy.corp:3128", NO_PROXY: "localhost,.corp", TETHER_CA_FILE: path.join(dir, "corp.pem") });
+  t.same(networkEnvironment(fromFile.config, {}), {
+    HTTPS_PROXY: "http://proxy.corp:3128",
+    HTTP_PROXY: "http://proxy.corp:3128",
+    NO_PROXY: "localhost,.corp",
+    TETHER_CA_FILE: path.join(dir, "corp.pem"),
+  });
 
   const env = {
     TETHER_CONFIG_DIR: dir,
@@ -73,8 +78,27 @@ t.test("the file sets every value; the environment overrides each; the sources a
     TETHER_AUTO_UPDATE: "0",
   };
   const overridden = resolveHostConfig(env, "/work");
-  t.match(overridden.config, { server: "http://other:3000", roots: ["/work/a", "/b"], name: "env-name", concurrency: 2, proxy: "http://env-proxy:8080", noProxy: "internal", caFile: "/etc/ca.pem", update: "notify" });
-  t.match(overridden.sources, { server: "TETHER_SERVER_URL", roots: "TETHER_ROOTS", name: "TETHER_DEVICE_NAME", concurrency: "TETHER_CONCURRENCY", proxy: "HTTPS_PROXY", noProxy: "NO_PROXY", caFile: "TETHER_CA_FILE", update: "TETHER_AUTO_UPDATE", tools: "config file" });
+  t.match(overridden.config, {
+    server: "http://other:3000",
+    roots: ["/work/a", "/b"],
+    name: "env-name",
+    concurrency: 2,
+    proxy: "http://env-proxy:8080",
+    noProxy: "internal",
+    caFile: "/etc/ca.pem",
+    update: "notify",
+  });
+  t.match(overridden.sources, {
+    server: "TETHER_SERVER_URL",
+    roots: "TETHER_ROOTS",
+    name: "TETHER_DEVICE_NAME",
+    concurrency: "TETHER_CONCURRENCY",
+    proxy: "HTTPS_PROXY",
+    noProxy: "NO_PROXY",
+    caFile: "TETHER_CA_FILE",
+    update: "TETHER_AUTO_UPDATE",
+    tools: "config file",
+  });
   t.same(networkEnvironment(overridden.config, env).HTTPS_PROXY, "http://env-proxy:8080", "a proxy variable wins over the file's proxy");
 
   // `tether-host config --json`: the same, for scripts; the text form names each source on its line.
@@ -91,7 +115,10 @@ t.test("the file sets every value; the environment overrides each; the sources a
 
   // The declared tool is served beside the built-ins.
   const tools = JSON.parse((await cli(["tools"], { TETHER_CONFIG_DIR: dir })).stdout) as Array<{ name: string; class: string }>;
-  t.match(tools.find((tool) => tool.name === "convert_ifc"), { class: "action" });
+  t.match(
+    tools.find((tool) => tool.name === "convert_ifc"),
+    { class: "action" },
+  );
   t.equal(tools.length, builtinTools.length + 1);
 });
 
@@ -115,7 +142,11 @@ t.test("a bad value is one line naming it, and exit code 2, for every command", 
     ["an unknown update policy", { update: "always" }, /"update" must be one of "auto", "notify", "off" \(got "always"\)/],
     ["a proxy that is not http(s)", { proxy: "socks5://p:1080" }, /"proxy"=socks5:\/\/p:1080 is not an http\(s\) proxy URL/],
     ["a tool without a command", { tools: [{ name: "x", description: "y" }] }, /tools\[0\] \(x\)\.command must be a list/],
-    ["a tool that defineShellTool refuses", { tools: [{ name: "x", description: "y", command: ["prog", "{a}"] }] }, /tools\[0\]: Shell tool x: \{a\} is used in the command but not declared in args/],
+    [
+      "a tool that defineShellTool refuses",
+      { tools: [{ name: "x", description: "y", command: ["prog", "{a}"] }] },
+      /tools\[0\]: Shell tool x: \{a\} is used in the command but not declared in args/,
+    ],
     ["a tool named like a built-in", { tools: [{ name: "stat", description: "y", command: ["prog"] }] }, /"stat" is already a tool's name/],
   ];
   for (const [name, config, message] of bad) {
@@ -148,7 +179,13 @@ t.test("status, not enrolled and not running: says so, with the version and the 
   const dir = await configDir(t, { server: "https://tether.example.com", roots: ["/srv"] });
   const run = await cli(["status"], { TETHER_CONFIG_DIR: dir });
   t.equal(run.code, 0);
-  t.match(run.stdout, new RegExp(`^version\\s+\\S+ \\(node ${process.versions.node.replace(/\./g, "\\.")}, ${process.platform === "win32" ? "win" : process.platform}-${process.arch}\\)$`, "m"));
+  t.match(
+    run.stdout,
+    new RegExp(
+      `^version\\s+\\S+ \\(node ${process.versions.node.replace(/\./g, "\\.")}, ${process.platform === "win32" ? "win" : process.platform}-${process.arch}\\)$`,
+      "m",
+    ),
+  );
   t.match(run.stdout, /^enrolled\s+no: run tether-host to enroll$/m);
   t.match(run.stdout, /^connected\s+no: tether-host is not running$/m);
   t.match(run.stdout, /^roots\s+\/srv$/m);

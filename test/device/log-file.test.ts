@@ -17,7 +17,11 @@ t.test("lines are timestamped; past the size the file rotates, keeping three", a
   t.match(await readFile(file, "utf8"), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z tether-host: connected\n$/);
   if (process.platform !== "win32") t.equal((await stat(file)).mode & 0o777, 0o600, "readable by its user only");
   for (let index = 0; index < 100; index++) log.write(`line ${index} ${"x".repeat(60)}`);
-  t.same((await readdir(path.dirname(file))).sort(), ["tether-host.log", "tether-host.log.1", "tether-host.log.2", "tether-host.log.3"], "the file and three old ones");
+  t.same(
+    (await readdir(path.dirname(file))).sort(),
+    ["tether-host.log", "tether-host.log.1", "tether-host.log.2", "tether-host.log.3"],
+    "the file and three old ones",
+  );
   for (const name of await readdir(path.dirname(file))) t.ok((await stat(path.join(path.dirname(file), name))).size <= 1_000, `${name} stays under the size`);
   t.match(await readFile(file, "utf8"), /line 99 x+\n$/, "the newest line is in the current file");
   t.notMatch(

@@ -33,7 +33,9 @@ t.test("a manifest signed by a built-in key verifies, however it was stored", as
   t.equal(manifest.signatures[0]!.keyId, keyIdOf(trusted[0]!));
   t.match(verifyManifest(manifest, trusted), { ok: true, manifest: { version: "1.4.0" }, keyId: keyIdOf(trusted[0]!) });
   // Pretty-printed with the keys in another order: the same canonical bytes.
-  const reordered = JSON.parse(JSON.stringify({ signatures: manifest.signatures, signed: { files: manifest.signed.files, node: "24.21.0", version: "1.4.0", format: 1 } }, null, 4));
+  const reordered = JSON.parse(
+    JSON.stringify({ signatures: manifest.signatures, signed: { files: manifest.signed.files, node: "24.21.0", version: "1.4.0", format: 1 } }, null, 4),
+  );
   t.match(verifyManifest(reordered, trusted), { ok: true });
 });
 
@@ -46,11 +48,31 @@ t.test("any change to what was signed is refused: MANIFEST_SIGNATURE_INVALID", a
     change(copy.signed);
     return verifyManifest(copy, trusted);
   };
-  t.match(altered((signed) => (signed.version = "9.9.9")), { ok: false, code: "MANIFEST_SIGNATURE_INVALID" }, "a higher version");
-  t.match(altered((signed) => (signed.files["linux-x64"].sha256 = "c".repeat(64))), { ok: false, code: "MANIFEST_SIGNATURE_INVALID" }, "another digest");
-  t.match(altered((signed) => (signed.files["linux-x64"].size += 1)), { ok: false, code: "MANIFEST_SIGNATURE_INVALID" }, "another size");
-  t.match(altered((signed) => delete signed.files["win-x64"]), { ok: false, code: "MANIFEST_SIGNATURE_INVALID" }, "a platform removed");
-  t.match(altered((signed) => (signed.note = "added")), { ok: false, code: "MANIFEST_SIGNATURE_INVALID" }, "a field added");
+  t.match(
+    altered((signed) => (signed.version = "9.9.9")),
+    { ok: false, code: "MANIFEST_SIGNATURE_INVALID" },
+    "a higher version",
+  );
+  t.match(
+    altered((signed) => (signed.files["linux-x64"].sha256 = "c".repeat(64))),
+    { ok: false, code: "MANIFEST_SIGNATURE_INVALID" },
+    "another digest",
+  );
+  t.match(
+    altered((signed) => (signed.files["linux-x64"].size += 1)),
+    { ok: false, code: "MANIFEST_SIGNATURE_INVALID" },
+    "another size",
+  );
+  t.match(
+    altered((signed) => delete signed.files["win-x64"]),
+    { ok: false, code: "MANIFEST_SIGNATURE_INVALID" },
+    "a platform removed",
+  );
+  t.match(
+    altered((signed) => (signed.note = "added")),
+    { ok: false, code: "MANIFEST_SIGNATURE_INVALID" },
+    "a field added",
+  );
   const flipped = JSON.parse(JSON.stringify(manifest));
   const bytes = Buffer.from(flipped.signatures[0].signature, "base64");
   bytes[10]! ^= 1;
@@ -80,8 +102,16 @@ t.test("key rotation: a release signed by the outgoing and the incoming key veri
   t.match(verifyManifest(both, [publicKeyText(outgoing.publicKey)]), { ok: true, keyId: keyIdOf(publicKeyText(outgoing.publicKey)) }, "an old device");
   t.match(verifyManifest(both, [publicKeyText(incoming.publicKey)]), { ok: true, keyId: keyIdOf(publicKeyText(incoming.publicKey)) }, "a new device");
   const next = signManifest(body(), [incoming.privateKey]);
-  t.match(verifyManifest(next, [publicKeyText(outgoing.publicKey), publicKeyText(incoming.publicKey)]), { ok: true }, "a device built trusting both takes the new key's releases");
-  t.match(verifyManifest(next, [publicKeyText(outgoing.publicKey)]), { ok: false, code: "MANIFEST_UNTRUSTED_KEY" }, "a device that never learned the new key does not");
+  t.match(
+    verifyManifest(next, [publicKeyText(outgoing.publicKey), publicKeyText(incoming.publicKey)]),
+    { ok: true },
+    "a device built trusting both takes the new key's releases",
+  );
+  t.match(
+    verifyManifest(next, [publicKeyText(outgoing.publicKey)]),
+    { ok: false, code: "MANIFEST_UNTRUSTED_KEY" },
+    "a device that never learned the new key does not",
+  );
 });
 
 t.test("malformed manifests are refused before any signature is checked: MANIFEST_INVALID", async (t) => {
@@ -97,7 +127,10 @@ t.test("malformed manifests are refused before any signature is checked: MANIFES
     ["a version that is not one", { ...good, signed: { ...good.signed, version: "latest" } }],
     ["a file name with a path", { ...good, signed: { ...good.signed, files: { "linux-x64": { file: "../../etc/passwd", size: 1, sha256: "a".repeat(64) } } } }],
     ["a negative size", { ...good, signed: { ...good.signed, files: { "linux-x64": { file: "tether-host-linux-x64", size: -1, sha256: "a".repeat(64) } } } }],
-    ["a digest that is not hex", { ...good, signed: { ...good.signed, files: { "linux-x64": { file: "tether-host-linux-x64", size: 1, sha256: "z".repeat(64) } } } }],
+    [
+      "a digest that is not hex",
+      { ...good, signed: { ...good.signed, files: { "linux-x64": { file: "tether-host-linux-x64", size: 1, sha256: "z".repeat(64) } } } },
+    ],
     ["a fraction somewhere", { ...good, signed: { ...good.signed, extra: 0.5 } }],
     ["a signature without a key id", { signed: good.signed, signatures: [{ signature: "x" }] }],
   ];

@@ -82,7 +82,13 @@ t.test("the launchd plist parses as a property list and says what it should", { 
   const dir = await tempDir(t);
   const file = path.join(dir, "com.tether.tether-host.plist");
   const { writeFile } = await import("node:fs/promises");
-  await writeFile(file, launchdPlist({ ...spec("/Users/me/bin/tether host", "/Users/me"), env: { ...spec("x", "/Users/me").env, TETHER_SERVICE: "launchd" } }, "/Users/me/Library/Logs/tether-host"));
+  await writeFile(
+    file,
+    launchdPlist(
+      { ...spec("/Users/me/bin/tether host", "/Users/me"), env: { ...spec("x", "/Users/me").env, TETHER_SERVICE: "launchd" } },
+      "/Users/me/Library/Logs/tether-host",
+    ),
+  );
   const parsed = JSON.parse((await run(PYTHON, ["-c", "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))", file])).stdout);
   t.same(parsed.ProgramArguments, ["/Users/me/bin/tether host", "run"]);
   t.equal(parsed.Label, "com.tether.tether-host");
@@ -98,7 +104,13 @@ t.test("the launchd plist parses as a property list and says what it should", { 
 t.test("the Windows task is UTF-16 Task Scheduler XML that says what it should", { skip: noPython }, async (t) => {
   const dir = await tempDir(t);
   const file = path.join(dir, "tether-host-task.xml");
-  const command = ["C:\\Users\\me\\AppData\\Local\\Programs\\tether-host\\tether-host.exe", "service", "run", "--config-dir", "C:\\Users\\me\\AppData\\Roaming\\tether host"];
+  const command = [
+    "C:\\Users\\me\\AppData\\Local\\Programs\\tether-host\\tether-host.exe",
+    "service",
+    "run",
+    "--config-dir",
+    "C:\\Users\\me\\AppData\\Roaming\\tether host",
+  ];
   const bytes = utf16le(windowsTask({ command, env: {}, workingDirectory: "C:\\Users\\me" }, "DESKTOP-1\\me & you"));
   t.same([...bytes.subarray(0, 2)], [0xff, 0xfe], "a UTF-16 (LE) byte order mark, as schtasks /XML wants");
   const { writeFile } = await import("node:fs/promises");
@@ -143,57 +155,61 @@ t.test("a definition never carries a line break (it would end the setting early)
   t.throws(() => launchdPlist({ command: ["/bin/x\n", "run"], env: {}, workingDirectory: "/" }, "/tmp"), /line break/);
 });
 
-t.test("install and uninstall, against the files: repeatable, with the current config, never the pairing code", { skip: process.platform !== "linux" && "the systemd unit is Linux's" }, async (t) => {
-  const home = await tempDir(t);
-  const xdg = path.join(home, "xdg");
-  const configDir = path.join(home, "cfg");
-  const unit = path.join(xdg, "systemd", "user", "tether-host.service");
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    XDG_CONFIG_HOME: xdg,
-    TETHER_CONFIG_DIR: configDir,
-    TETHER_SERVER_URL: "https://tether.example.com",
-    TETHER_ROOTS: "projects",
-    TETHER_PAIRING_CODE: "ABCDE-FGHJK",
-    TETHER_AUTO_UPDATE: "1",
-  };
-  const cli = async (...args: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runCli(args, builtinTools, { stdout: (text) => out.push(text), stderr: (text) => err.push(text) }, env);
-    return { code, out: out.join(""), err: err.join("") };
-  };
+t.test(
+  "install and uninstall, against the files: repeatable, with the current config, never the pairing code",
+  { skip: process.platform !== "linux" && "the systemd unit is Linux's" },
+  async (t) => {
+    const home = await tempDir(t);
+    const xdg = path.join(home, "xdg");
+    const configDir = path.join(home, "cfg");
+    const unit = path.join(xdg, "systemd", "user", "tether-host.service");
+    const env = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      XDG_CONFIG_HOME: xdg,
+      TETHER_CONFIG_DIR: configDir,
+      TETHER_SERVER_URL: "https://tether.example.com",
+      TETHER_ROOTS: "projects",
+      TETHER_PAIRING_CODE: "ABCDE-FGHJK",
+      TETHER_AUTO_UPDATE: "1",
+    };
+    const cli = async (...args: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(args, builtinTools, { stdout: (text) => out.push(text), stderr: (text) => err.push(text) }, env);
+      return { code, out: out.join(""), err: err.join("") };
+    };
 
-  const notEnrolled = await cli("service", "install");
-  t.equal(notEnrolled.code, 1, "a real install needs an enrolled device");
-  t.match(notEnrolled.err, /not enrolled with https:\/\/tether\.example\.com yet: run `tether-host` once/);
-  await t.rejects(stat(unit), "and writes nothing");
+    const notEnrolled = await cli("service", "install");
+    t.equal(notEnrolled.code, 1, "a real install needs an enrolled device");
+    t.match(notEnrolled.err, /not enrolled with https:\/\/tether\.example\.com yet: run `tether-host` once/);
+    await t.rejects(stat(unit), "and writes nothing");
 
-  const first = await cli("service", "install", "--files-only");
-  t.equal(first.code, 0);
-  t.match(first.out, `wrote: ${unit}`);
-  const written = await readFile(unit, "utf8");
-  t.match(written, `Environment="TETHER_CONFIG_DIR=${configDir}"`, "the same config directory");
-  t.match(written, `Environment="TETHER_SERVER_URL=https://tether.example.com"`, "the overrides in force");
-  t.match(written, `Environment="TETHER_ROOTS=${path.resolve("projects")}"`, "roots made absolute: the service starts elsewhere");
-  t.match(written, `Environment="TETHER_AUTO_UPDATE=1"`);
-  t.match(written, 'Environment="TETHER_SERVICE=systemd"');
-  t.notMatch(written, /PAIRING_CODE|ABCDE/, "never the one-time pairing code");
-  t.match(written, /^ExecStart="[^"]+" /m);
+    const first = await cli("service", "install", "--files-only");
+    t.equal(first.code, 0);
+    t.match(first.out, `wrote: ${unit}`);
+    const written = await readFile(unit, "utf8");
+    t.match(written, `Environment="TETHER_CONFIG_DIR=${configDir}"`, "the same config directory");
+    t.match(written, `Environment="TETHER_SERVER_URL=https://tether.example.com"`, "the overrides in force");
+    t.match(written, `Environment="TETHER_ROOTS=${path.resolve("projects")}"`, "roots made absolute: the service starts elsewhere");
+    t.match(written, `Environment="TETHER_AUTO_UPDATE=1"`);
+    t.match(written, 'Environment="TETHER_SERVICE=systemd"');
+    t.notMatch(written, /PAIRING_CODE|ABCDE/, "never the one-time pairing code");
+    t.match(written, /^ExecStart="[^"]+" /m);
 
-  const again = await cli("service", "install", "--files-only");
-  t.equal(again.code, 0);
-  t.match(again.out, `unchanged: ${unit}`, "installing again changes nothing");
-  t.equal(await readFile(unit, "utf8"), written);
+    const again = await cli("service", "install", "--files-only");
+    t.equal(again.code, 0);
+    t.match(again.out, `unchanged: ${unit}`, "installing again changes nothing");
+    t.equal(await readFile(unit, "utf8"), written);
 
-  const removed = await cli("service", "uninstall", "--files-only");
-  t.equal(removed.code, 0);
-  t.match(removed.out, `removed: ${unit}`);
-  await t.rejects(stat(unit));
-  const nothing = await cli("service", "uninstall", "--files-only");
-  t.equal(nothing.code, 0, "uninstalling nothing succeeds");
-  t.match(nothing.out, /not installed/);
+    const removed = await cli("service", "uninstall", "--files-only");
+    t.equal(removed.code, 0);
+    t.match(removed.out, `removed: ${unit}`);
+    await t.rejects(stat(unit));
+    const nothing = await cli("service", "uninstall", "--files-only");
+    t.equal(nothing.code, 0, "uninstalling nothing succeeds");
+    t.match(nothing.out, /not installed/);
 
-  t.equal((await cli("service", "frobnicate")).code, 2, "an unknown subcommand is a usage error");
-  t.equal((await cli("service", "install", "--now")).code, 2);
-});
+    t.equal((await cli("service", "frobnicate")).code, 2, "an unknown subcommand is a usage error");
+    t.equal((await cli("service", "install", "--now")).code, 2);
+  },
+);

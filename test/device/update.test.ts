@@ -57,16 +57,35 @@ async function setup(t: Test): Promise<Setup> {
     trusted,
     lines,
     update: (keys = trusted) =>
-      updateExecutable({ server: server.url, request: deviceRequest(), executable, version: "0.1.0", platform: PLATFORM, trustedKeys: keys, log: (line) => lines.push(line) }),
+      updateExecutable({
+        server: server.url,
+        request: deviceRequest(),
+        executable,
+        version: "0.1.0",
+        platform: PLATFORM,
+        trustedKeys: keys,
+        log: (line) => lines.push(line),
+      }),
     release(version, content, options = {}) {
-      const body: ManifestBody = { format: 1, version, node: "24.21.0", files: { [options.platform ?? PLATFORM]: { file: FILE, size: Buffer.byteLength(options.describe ?? content), sha256: sha256(options.describe ?? content) } } };
+      const body: ManifestBody = {
+        format: 1,
+        version,
+        node: "24.21.0",
+        files: {
+          [options.platform ?? PLATFORM]: { file: FILE, size: Buffer.byteLength(options.describe ?? content), sha256: sha256(options.describe ?? content) },
+        },
+      };
       server.offer("manifest.json", { bytes: JSON.stringify(signManifest(body, [options.signer ?? key])) });
       server.offer(FILE, { bytes: content });
     },
     async untouched(t) {
       t.equal(await readFile(executable, "utf8"), old, "the old executable is exactly as it was");
       t.equal((await stat(executable)).mode & 0o777, 0o755, "and still executable");
-      t.same((await readdir(dir)).filter((name) => name !== "tether-host"), [], "no temporary file is left behind");
+      t.same(
+        (await readdir(dir)).filter((name) => name !== "tether-host"),
+        [],
+        "no temporary file is left behind",
+      );
     },
   };
 }
@@ -86,7 +105,12 @@ t.test("refused, the old executable untouched: a wrong signature", async (t) => 
   const s = await setup(t);
   const next = script("0.2.0");
   s.release("0.2.0", next);
-  const body: ManifestBody = { format: 1, version: "0.2.0", node: "24.21.0", files: { [PLATFORM]: { file: FILE, size: Buffer.byteLength(next), sha256: sha256(next) } } };
+  const body: ManifestBody = {
+    format: 1,
+    version: "0.2.0",
+    node: "24.21.0",
+    files: { [PLATFORM]: { file: FILE, size: Buffer.byteLength(next), sha256: sha256(next) } },
+  };
   const signed = signManifest(body, [s.key]);
   const signature = Buffer.from(signed.signatures[0]!.signature, "base64");
   signature[0]! ^= 0x80;
@@ -110,7 +134,11 @@ t.test("refused, the old executable untouched: a truncated download, a longer on
   const next = script("0.2.0");
   s.release("0.2.0", next);
   s.server.offer(FILE, { bytes: next.slice(0, 10) });
-  t.match(await s.update(), { status: "failed", code: "UPDATE_SIZE_MISMATCH", message: /Downloaded 10 bytes; the manifest names \d+ \(a truncated download\)/ });
+  t.match(await s.update(), {
+    status: "failed",
+    code: "UPDATE_SIZE_MISMATCH",
+    message: /Downloaded 10 bytes; the manifest names \d+ \(a truncated download\)/,
+  });
   await s.untouched(t);
   s.server.offer(FILE, { bytes: next + "x".repeat(100_000) });
   t.match(await s.update(), { status: "failed", code: "UPDATE_SIZE_MISMATCH", message: /larger than/ });
@@ -164,7 +192,15 @@ t.test("nothing on offer, or no build for this platform: a clear failure", async
   s.server.offer("manifest.json", { bytes: "x".repeat(70_000) });
   t.match(await s.update(), { status: "failed", code: "MANIFEST_INVALID", message: /larger than/ });
   await s.untouched(t);
-  const unreachable = await updateExecutable({ server: "http://127.0.0.1:9", request: deviceRequest(), executable: s.executable, version: "0.1.0", platform: PLATFORM, trustedKeys: s.trusted, log: () => {} });
+  const unreachable = await updateExecutable({
+    server: "http://127.0.0.1:9",
+    request: deviceRequest(),
+    executable: s.executable,
+    version: "0.1.0",
+    platform: PLATFORM,
+    trustedKeys: s.trusted,
+    log: () => {},
+  });
   t.match(unreachable, { status: "failed", code: "UPDATE_MANIFEST_UNAVAILABLE", message: /Cannot fetch http:\/\/127\.0\.0\.1:9\/downloads\/manifest\.json/ });
   await s.untouched(t);
 });

@@ -120,4 +120,9 @@ export async function afterSqlChange<T>(probe: () => Promise<T>, settled: (value
 
 /** `whoAmI` after an out-of-band SQL change, expecting `status`. */
 export const statusAfterSqlChange = async (url: string, headers: Record<string, string>, status: number) =>
-  (await afterSqlChange(() => whoAmI(url, headers), (r) => r.status === status)).status;
+  (
+    await afterSqlChange(
+      () => whoAmI(url, headers),
+      (r) => r.status === status,
+    )
+  ).status;

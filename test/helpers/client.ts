@@ -16,7 +16,11 @@ export class TestClient {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   }
 
-  async request(method: string, path: string, init: { json?: unknown; form?: Record<string, string>; body?: string; headers?: Record<string, string>; redirect?: RequestRedirect } = {}): Promise<Response> {
+  async request(
+    method: string,
+    path: string,
+    init: { json?: unknown; form?: Record<string, string>; body?: string; headers?: Record<string, string>; redirect?: RequestRedirect } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { ...this.defaults.headers };
     const origin = this.defaults.origin === undefined ? this.baseURL : this.defaults.origin;
     if (origin !== null && method !== "GET" && method !== "HEAD") headers.origin = origin;

@@ -4,7 +4,12 @@
  * refuses connections), and the last such error is named in the timeout's message. `what` may be a
  * function, read when the wait times out (a process's output as it was then, not when the wait began).
  */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what: string | (() => string) = "condition", everyMs = 25): Promise<void> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  what: string | (() => string) = "condition",
+  everyMs = 25,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

@@ -27,7 +27,13 @@ export async function authoriseClient(url: string, owner: TestClient, name: stri
     await fetch(`${url}/api/auth/oauth2/register`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: name, redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" }),
+      body: JSON.stringify({
+        client_name: name,
+        redirect_uris: [REDIRECT],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      }),
     }),
     "register",
   );

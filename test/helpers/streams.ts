@@ -22,32 +22,39 @@ export function streamOpener(t: Test, baseURL: string) {
   return (path: string, headers: Record<string, string> = {}): Promise<OpenedStream> =>
     new Promise((resolve, reject) => {
       // Keep-alive asked for, so a `Connection: close` in the answer is the server's own decision.
-      const request = http.get(new URL(path, baseURL), { agent: false, headers: { accept: "text/event-stream", connection: "keep-alive", ...headers } }, (response) => {
-        const status = response.statusCode ?? 0;
-        const close = () => {
-          open.delete(request);
-          request.destroy();
-        };
-        if (status === 200) {
-          open.add(request);
-          response.on("error", () => {});
-          return resolve({ status, headers: response.headers, body: undefined, close });
-        }
-        let text = "";
-        response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
-        response.on("end", () => {
-          request.destroy();
-          let body: unknown = text;
-          if ((response.headers["content-type"] ?? "").includes("json")) body = JSON.parse(text);
-          resolve({ status, headers: response.headers, body, close });
-        });
-      });
+      const request = http.get(
+        new URL(path, baseURL),
+        { agent: false, headers: { accept: "text/event-stream", connection: "keep-alive", ...headers } },
+        (response) => {
+          const status = response.statusCode ?? 0;
+          const close = () => {
+            open.delete(request);
+            request.destroy();
+          };
+          if (status === 200) {
+            open.add(request);
+            response.on("error", () => {});
+            return resolve({ status, headers: response.headers, body: undefined, close });
+          }
+          let text = "";
+          response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+          response.on("end", () => {
+            request.destroy();
+            let body: unknown = text;
+            if ((response.headers["content-type"] ?? "").includes("json")) body = JSON.parse(text);
+            resolve({ status, headers: response.headers, body, close });
+          });
+        },
+      );
       request.on("error", reject);
     });
 }
 
 /** One ordinary request on a connection of its own, closed after: its status and body. */
-export function requestOnce(url: string, init: { method?: string; headers?: Record<string, string>; json?: unknown } = {}): Promise<{ status: number; text: string }> {
+export function requestOnce(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; json?: unknown } = {},
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const body = init.json === undefined ? undefined : JSON.stringify(init.json);
     const headers = { ...(body === undefined ? {} : { "content-type": "application/json" }), ...init.headers };

@@ -43,7 +43,10 @@ export async function startUserSystemd(t: Test, env: Record<string, string>): Pr
   if (process.getuid?.() !== 0) return "a private mount namespace needs root";
   const missing = PROGRAMS.filter((program) => !existsSync(program));
   if (missing.length > 0) return `missing ${missing.join(", ")}`;
-  const manager = spawn("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/bash", "-c", SETUP], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const manager = spawn("/usr/bin/unshare", ["--mount", "--propagation", "private", "--", "/bin/bash", "-c", SETUP], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let journald: number | undefined;
   let output = "";
   manager.stdout.setEncoding("utf8").on("data", (chunk: string) => {

@@ -17,7 +17,11 @@ t.test("the chat assistant gets the owner's read tools only, each result fenced 
   t.same(strangers, [], "another user sees none of the owner's devices");
 
   const tools = await server.app.tetherHost.assistantTools(owner.userId);
-  t.same(tools.map((tool) => tool.name), ["stat"], "only read tools (not write_file, not open_path)");
+  t.same(
+    tools.map((tool) => tool.name),
+    ["stat"],
+    "only read tools (not write_file, not open_path)",
+  );
   const [stat] = tools;
   t.match(stat!.inputSchema, {
     type: "object",
@@ -50,8 +54,17 @@ t.test("a hostile device's words reach the assistant's model only fenced and cut
   const { deviceId, token } = await pair(owner, `This computer ${injection}`.slice(0, 100));
   const device = new ScriptedDevice(server.url, deviceId, token);
   const tools: AnnouncedTool[] = [
-    { ...statTool, description: injection, inputSchema: { type: "object", properties: { path: { type: "string", description: injection } }, required: ["path"] } },
-    { name: "survey", description: injection, inputSchema: { type: "object", properties: { area: { type: "string", description: injection, enum: [injection] } } }, class: "read" },
+    {
+      ...statTool,
+      description: injection,
+      inputSchema: { type: "object", properties: { path: { type: "string", description: injection } }, required: ["path"] },
+    },
+    {
+      name: "survey",
+      description: injection,
+      inputSchema: { type: "object", properties: { area: { type: "string", description: injection, enum: [injection] } } },
+      class: "read",
+    },
   ];
   t.equal((await device.hello(tools, [`/srv/${injection}`])).status, 200);
   await device.connect();
@@ -63,7 +76,11 @@ t.test("a hostile device's words reach the assistant's model only fenced and cut
   for (const tool of offered) {
     // A description in the JSON schema is escaped: read it back as the text a model would get.
     const schemaText = JSON.stringify(tool.inputSchema).replace(/\\n/g, "\n").replace(/\\"/g, '"');
-    t.notMatch(splitFences(tool.description).outside, /SYSTEM NOTICE|This computer|id_rsa|untrusted-data>/, `${tool.name}: nothing of the device's outside a fence in the description`);
+    t.notMatch(
+      splitFences(tool.description).outside,
+      /SYSTEM NOTICE|This computer|id_rsa|untrusted-data>/,
+      `${tool.name}: nothing of the device's outside a fence in the description`,
+    );
     t.notMatch(splitFences(schemaText).outside, /SYSTEM NOTICE|This computer|id_rsa|untrusted-data>/, `${tool.name}: nor in the schema`);
   }
   const stat = offered.find((tool) => tool.name === "stat")!;

@@ -24,10 +24,20 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.match(listed.devices[0], { id: deviceId, online: true, roots: ["/tmp/root"] });
     t.same(
       listed.devices[0].tools.map((tool: { name: string; class: string }) => [tool.name, tool.class]),
-      [["stat", "read"], ["write_file", "mutate"], ["open_path", "action"]],
+      [
+        ["stat", "read"],
+        ["write_file", "mutate"],
+        ["open_path", "action"],
+      ],
     );
     await server.app.tetherAudit.flush();
-    const audit = await server.database.db.selectFrom("activity_event").selectAll().where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
+    const audit = await server.database.db
+      .selectFrom("activity_event")
+      .selectAll()
+      .where("device_id", "=", deviceId)
+      .where("event", "=", "call")
+      .orderBy("id")
+      .execute();
     t.equal(audit.length, 2, "each call is in the audit log");
     t.match(audit[0], { actor: "session", tool: "stat", mode: "run", outcome: "ok" });
   });
@@ -103,7 +113,8 @@ t.test("calls through POST /api/host/calls", async (t) => {
     controller.abort();
     t.equal(await pending, "aborted");
     t.same(await device.next("cancel"), { id: call.id });
-    const audit = () => server.database.db.selectFrom("activity_event").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
+    const audit = () =>
+      server.database.db.selectFrom("activity_event").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
     await eventually(async () => (await audit()).length === 1, 5000, "the audit row");
     t.same(await audit(), [{ outcome: "error", error_code: "CALL_ABORTED" }]);
   });
@@ -135,7 +146,14 @@ t.test("calls through POST /api/host/calls", async (t) => {
     t.ok(third.request.reusedSocket, "the third call rides the same connection");
     third.request.destroy();
     t.same(await device.next("cancel"), { id: call.id }, "the device is told to cancel the call that was waiting");
-    const audit = () => server.database.db.selectFrom("activity_event").select(["outcome", "error_code"]).where("device_id", "=", deviceId).where("event", "=", "call").orderBy("id").execute();
+    const audit = () =>
+      server.database.db
+        .selectFrom("activity_event")
+        .select(["outcome", "error_code"])
+        .where("device_id", "=", deviceId)
+        .where("event", "=", "call")
+        .orderBy("id")
+        .execute();
     await eventually(async () => (await audit()).length === 3, 5000, "three audit rows");
     t.same(await audit(), [
       { outcome: "ok", error_code: null },
@@ -168,7 +186,11 @@ t.test("calls through POST /api/host/calls", async (t) => {
     for (let i = 0; i < 12; i++) calls.push(await device.nextCall());
     for (const call of calls) t.equal((await device.postResult({ id: call.id, ok: true, result: { echo: call.input } })).status, 204);
     const answered = () => received.match(/HTTP\/1\.1 200 OK/g)?.length ?? 0;
-    await eventually(() => answered() === 12, 10_000, () => `twelve answers (have ${answered()})`);
+    await eventually(
+      () => answered() === 12,
+      10_000,
+      () => `twelve answers (have ${answered()})`,
+    );
     t.same(
       [...received.matchAll(/"path":"(f\d+)"/g)].map((match) => match[1]),
       Array.from({ length: 12 }, (_, i) => `f${i}`),
@@ -234,6 +256,9 @@ t.test("calls through POST /api/host/calls", async (t) => {
     const responses = await Promise.all(
       Array.from({ length: 20 }, (_, n) => owner.post("/api/host/calls", { deviceId, tool: "stat", input: { n } }).then(readJson)),
     );
-    t.same(responses.map((r) => r.result.n), Array.from({ length: 20 }, (_, n) => n));
+    t.same(
+      responses.map((r) => r.result.n),
+      Array.from({ length: 20 }, (_, n) => n),
+    );
   });
 });

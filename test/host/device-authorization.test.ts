@@ -21,7 +21,8 @@ async function post(url: string, path: string, body: unknown): Promise<{ status:
 }
 
 const askForCode = (url: string, body: unknown = device) => post(url, "/api/auth/device/code", body);
-const poll = (url: string, deviceCode: string) => post(url, "/api/auth/device/credential", { grant_type: GRANT, device_code: deviceCode, client_id: "tether-host" });
+const poll = (url: string, deviceCode: string) =>
+  post(url, "/api/auth/device/credential", { grant_type: GRANT, device_code: deviceCode, client_id: "tether-host" });
 
 async function owner(url: string) {
   const client = browserClient(url);
@@ -82,11 +83,15 @@ t.test("a device asks, the owner approves on /device, the device gets its own dt
   t.match(textOf(await approved.text()), "Device approved");
 
   let credential: any;
-  await eventually(async () => {
-    const answer = await poll(server.url, device_code);
-    if (answer.status === 200) credential = answer.body;
-    return answer.status === 200;
-  }, 10_000, "the credential");
+  await eventually(
+    async () => {
+      const answer = await poll(server.url, device_code);
+      if (answer.status === 200) credential = answer.body;
+      return answer.status === 200;
+    },
+    10_000,
+    "the credential",
+  );
   t.match(credential, { access_token: /^dt_[A-Za-z0-9_-]{43}$/, token_type: "Bearer", device_id: String });
   t.match((await poll(server.url, device_code)).body, { error: "invalid_grant" }, "the code is spent");
 
@@ -118,7 +123,10 @@ t.test("the approval page warns about another network, an old request and a name
   const html = await page.text();
   const text = textOf(html);
   t.match(html, /<div class="alert alert-error" role="alert" id="device-network-warning">/, "a prominent warning");
-  t.match(text, /Warning: this request came from a different network than yours\. The device asked from 203\.0\.113\.9 ?; you are at (127\.0\.0\.1|::1|::ffff:127\.0\.0\.1) ?\./);
+  t.match(
+    text,
+    /Warning: this request came from a different network than yours\. The device asked from 203\.0\.113\.9 ?; you are at (127\.0\.0\.1|::1|::ffff:127\.0\.0\.1) ?\./,
+  );
   t.match(text, "The name “MacBook Pro (this computer)” claims to be your own machine.");
   t.match(text, "Device name The device calls itself “MacBook Pro (this computer)” (a name chosen by whoever started it, not checked by Tether)");
   t.notMatch(text, /Device name MacBook/, "never shown as a plain fact");

@@ -16,7 +16,9 @@ export async function builtExecutable(t: Test, target?: HostTarget, options: { n
     return (await buildHost({ ifStale: options.node === undefined, ...(target ? { target } : {}), ...options, log: (line) => t.comment(line) })).executable;
   } catch (error) {
     if (!(error instanceof HostPrerequisiteMissing) || IN_CI) {
-      throw new Error(`the device executable${target ? ` for ${target}` : ""} could not be built, so this file cannot test it: ${(error as Error).message}`, { cause: error });
+      throw new Error(`the device executable${target ? ` for ${target}` : ""} could not be built, so this file cannot test it: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     t.plan(0, `skip: ${error.message}`);
     process.exit(0);
@@ -52,7 +54,11 @@ export function startHost(executable: string, env: Record<string, string>, cwd: 
     exited,
     async waitFor(pattern, timeoutMs = 20_000) {
       let found: string | undefined;
-      await eventually(() => (found = stderr.find((line) => pattern.test(line))) !== undefined, timeoutMs, () => `a line matching ${pattern} (got: ${[...stderr, buffer].join(" | ")})`);
+      await eventually(
+        () => (found = stderr.find((line) => pattern.test(line))) !== undefined,
+        timeoutMs,
+        () => `a line matching ${pattern} (got: ${[...stderr, buffer].join(" | ")})`,
+      );
       return found!;
     },
   };

@@ -9,7 +9,10 @@ import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
  * Like `startTestApp`, with a port and database the caller may choose, so a test can stop the server
  * and start a new one on the same address and data (a restart, as a device sees it).
  */
-export async function startHostServer(t: Test, options: { port?: number; database?: DatabaseHandle; env?: Record<string, string> } = {}): Promise<TestApp & { port: number }> {
+export async function startHostServer(
+  t: Test,
+  options: { port?: number; database?: DatabaseHandle; env?: Record<string, string> } = {},
+): Promise<TestApp & { port: number }> {
   const port = options.port ?? (await freePort());
   return { ...(await startTestApp(t, { ...options, port })), port };
 }
@@ -177,7 +180,11 @@ export class ScriptedDevice {
  * A signed-in owner with a paired device (named `name`) that has said hello and holds its stream open
  * (closed at the end of `t`): the one set-up for tests about a connected device.
  */
-export async function connectedDevice(t: Test, url: string, name = "test-device"): Promise<{ owner: TestClient & { userId: string }; deviceId: string; device: ScriptedDevice }> {
+export async function connectedDevice(
+  t: Test,
+  url: string,
+  name = "test-device",
+): Promise<{ owner: TestClient & { userId: string }; deviceId: string; device: ScriptedDevice }> {
   const owner = await signedIn(url);
   const { deviceId, token } = await pair(owner, name);
   const device = new ScriptedDevice(url, deviceId, token);
@@ -210,9 +217,12 @@ export function assertFencedOnce(t: Test, text: string, source: string, content:
  */
 export function splitFences(text: string): { outside: string; inside: string[] } {
   const inside: string[] = [];
-  const outside = text.replace(/<untrusted-data nonce="([0-9a-f]{32})" source="[^"]*">\n[^\n]*\n([^]*?)\n<\/untrusted-data nonce="\1">/g, (_match, _nonce, content: string) => {
-    inside.push(content);
-    return "[fenced]";
-  });
+  const outside = text.replace(
+    /<untrusted-data nonce="([0-9a-f]{32})" source="[^"]*">\n[^\n]*\n([^]*?)\n<\/untrusted-data nonce="\1">/g,
+    (_match, _nonce, content: string) => {
+      inside.push(content);
+      return "[fenced]";
+    },
+  );
   return { outside, inside };
 }

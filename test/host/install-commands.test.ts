@@ -45,46 +45,59 @@ t.test("the block: download under the real name, check the SHA-256, make executa
 function commandOn(html: string, id: string): string {
   const raw = new RegExp(`<textarea id="${id}"[^>]*>([\\s\\S]*?)</textarea>`).exec(html)?.[1];
   if (raw === undefined) throw new Error(`no command block #${id} on the page`);
-  return raw.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, "&");
+  return raw
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, "&");
 }
 
-t.test("the pairing card's and the download card's commands run as shown, and a tampered file never starts", { skip: SERVER_PLATFORM.startsWith("win-") && "POSIX shell commands" }, async (t) => {
-  const downloads = await mkdtemp(path.join(tmpdir(), "tether-downloads-"));
-  const machine = await mkdtemp(path.join(tmpdir(), "tether-fresh-machine-"));
-  t.teardown(() => Promise.all([rm(downloads, { recursive: true, force: true }), rm(machine, { recursive: true, force: true })]));
-  const file = `tether-host-${SERVER_PLATFORM}`;
-  const standIn = `#!/bin/sh\necho "started with $TETHER_SERVER_URL ${"$"}{TETHER_PAIRING_CODE:-no code}" > started.txt\n`;
-  await writeFile(path.join(downloads, file), standIn);
+t.test(
+  "the pairing card's and the download card's commands run as shown, and a tampered file never starts",
+  { skip: SERVER_PLATFORM.startsWith("win-") && "POSIX shell commands" },
+  async (t) => {
+    const downloads = await mkdtemp(path.join(tmpdir(), "tether-downloads-"));
+    const machine = await mkdtemp(path.join(tmpdir(), "tether-fresh-machine-"));
+    t.teardown(() => Promise.all([rm(downloads, { recursive: true, force: true }), rm(machine, { recursive: true, force: true })]));
+    const file = `tether-host-${SERVER_PLATFORM}`;
+    const standIn = `#!/bin/sh\necho "started with $TETHER_SERVER_URL ${"$"}{TETHER_PAIRING_CODE:-no code}" > started.txt\n`;
+    await writeFile(path.join(downloads, file), standIn);
 
-  const server = await startHostServer(t, { env: { DOWNLOADS_DIR: downloads } });
-  const owner = browserClient(server.url);
-  await owner.signUp(uniqueEmail("commands"));
+    const server = await startHostServer(t, { env: { DOWNLOADS_DIR: downloads } });
+    const owner = browserClient(server.url);
+    await owner.signUp(uniqueEmail("commands"));
 
-  const paired = await (await owner.request("POST", "/devices/pair", { form: {} })).text();
-  const code = /class="pair-code"><span class="visually-hidden">Pairing code: <\/span>([A-Z0-9-]+)</.exec(paired)?.[1];
-  t.ok(code);
-  const pairCommand = commandOn(paired, `pair-command-${SERVER_PLATFORM}`);
-  t.match(pairCommand, `curl -fLo ${file} ${server.url}/downloads/${file}`);
-  await run("sh", ["-c", pairCommand], { cwd: machine });
-  t.equal(await readFile(path.join(machine, "started.txt"), "utf8"), `started with ${server.url} ${code}\n`, "downloaded, checked, made executable, started");
+    const paired = await (await owner.request("POST", "/devices/pair", { form: {} })).text();
+    const code = /class="pair-code"><span class="visually-hidden">Pairing code: <\/span>([A-Z0-9-]+)</.exec(paired)?.[1];
+    t.ok(code);
+    const pairCommand = commandOn(paired, `pair-command-${SERVER_PLATFORM}`);
+    t.match(pairCommand, `curl -fLo ${file} ${server.url}/downloads/${file}`);
+    await run("sh", ["-c", pairCommand], { cwd: machine });
+    t.equal(await readFile(path.join(machine, "started.txt"), "utf8"), `started with ${server.url} ${code}\n`, "downloaded, checked, made executable, started");
 
-  const page = await (await owner.get("/devices")).text();
-  const plain = commandOn(page, `install-command-${SERVER_PLATFORM}`);
-  await rm(path.join(machine, "started.txt"));
-  await run("sh", ["-c", plain], { cwd: machine });
-  t.equal(await readFile(path.join(machine, "started.txt"), "utf8"), `started with ${server.url} no code\n`, "the download card's block starts it for device authorization");
+    const page = await (await owner.get("/devices")).text();
+    const plain = commandOn(page, `install-command-${SERVER_PLATFORM}`);
+    await rm(path.join(machine, "started.txt"));
+    await run("sh", ["-c", plain], { cwd: machine });
+    t.equal(
+      await readFile(path.join(machine, "started.txt"), "utf8"),
+      `started with ${server.url} no code\n`,
+      "the download card's block starts it for device authorization",
+    );
 
-  // The file changes after the page was rendered (or in transit): the check stops the block.
-  await writeFile(path.join(downloads, file), `${standIn}echo tampered\n`);
-  await rm(path.join(machine, "started.txt"));
-  const tampered = await run("sh", ["-c", plain], { cwd: machine }).then(
-    () => undefined,
-    (error: { code: number; stdout: string; stderr: string }) => error,
-  );
-  t.ok(tampered, "the block fails");
-  t.match(`${tampered?.stdout}${tampered?.stderr}`, /FAILED/);
-  await t.rejects(readFile(path.join(machine, "started.txt")), "and never starts the file");
-});
+    // The file changes after the page was rendered (or in transit): the check stops the block.
+    await writeFile(path.join(downloads, file), `${standIn}echo tampered\n`);
+    await rm(path.join(machine, "started.txt"));
+    const tampered = await run("sh", ["-c", plain], { cwd: machine }).then(
+      () => undefined,
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    t.ok(tampered, "the block fails");
+    t.match(`${tampered?.stdout}${tampered?.stderr}`, /FAILED/);
+    await t.rejects(readFile(path.join(machine, "started.txt")), "and never starts the file");
+  },
+);
 
 t.test("the pairing card says plainly when there is nothing to download", async (t) => {
   const empty = await mkdtemp(path.join(tmpdir(), "tether-downloads-"));

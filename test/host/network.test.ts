@@ -21,12 +21,44 @@ const work = await mkdtemp(path.join(os.tmpdir(), "tether-network-"));
 t.teardown(() => rm(work, { recursive: true, force: true }));
 const file = (name: string) => path.join(work, name);
 // A private CA, and a certificate for localhost signed by it.
-await run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Tether Test CA", "-keyout", file("ca.key"), "-out", file("ca.pem")]);
+await run("openssl", [
+  "req",
+  "-x509",
+  "-newkey",
+  "rsa:2048",
+  "-nodes",
+  "-days",
+  "2",
+  "-subj",
+  "/CN=Tether Test CA",
+  "-keyout",
+  file("ca.key"),
+  "-out",
+  file("ca.pem"),
+]);
 await run("openssl", ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", file("server.key"), "-out", file("server.csr")]);
 await writeFile(file("ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-await run("openssl", ["x509", "-req", "-in", file("server.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial", "-days", "2", "-extfile", file("ext.cnf"), "-out", file("server.pem")]);
+await run("openssl", [
+  "x509",
+  "-req",
+  "-in",
+  file("server.csr"),
+  "-CA",
+  file("ca.pem"),
+  "-CAkey",
+  file("ca.key"),
+  "-CAcreateserial",
+  "-days",
+  "2",
+  "-extfile",
+  file("ext.cnf"),
+  "-out",
+  file("server.pem"),
+]);
 
-const server = createServer({ key: await readFile(file("server.key")), cert: await readFile(file("server.pem")) }, (_request, response) => response.end("tls ok"));
+const server = createServer({ key: await readFile(file("server.key")), cert: await readFile(file("server.pem")) }, (_request, response) =>
+  response.end("tls ok"),
+);
 await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
 t.teardown(() => new Promise((resolve) => server.close(resolve)));
 const url = `https://localhost:${(server.address() as { port: number }).port}/`;
@@ -46,7 +78,13 @@ proxy.on("connect", (request, client) => {
   client.on("error", () => upstream.destroy());
 });
 await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-t.teardown(() => new Promise((resolve) => { proxy.closeAllConnections(); proxy.close(resolve); }));
+t.teardown(
+  () =>
+    new Promise((resolve) => {
+      proxy.closeAllConnections();
+      proxy.close(resolve);
+    }),
+);
 const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
 
 t.test("a private CA is refused by default, trusted through TETHER_CA_FILE or NODE_EXTRA_CA_CERTS", async (t) => {

@@ -28,7 +28,11 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
   const pairedHtml = await paired.text();
   const code = /class="pair-code"><span class="visually-hidden">Pairing code: <\/span>([A-Z0-9-]+)</.exec(pairedHtml)?.[1];
   t.ok(code, "the code is shown");
-  t.match(pairedHtml, new RegExp(`TETHER_SERVER_URL=${server.url} TETHER_PAIRING_CODE=${code}`), "with the settings to start it with (install-commands.test.ts runs the whole command)");
+  t.match(
+    pairedHtml,
+    new RegExp(`TETHER_SERVER_URL=${server.url} TETHER_PAIRING_CODE=${code}`),
+    "with the settings to start it with (install-commands.test.ts runs the whole command)",
+  );
 
   // The live stream tells the page that devices changed when one enrolls and connects.
   const controller = new AbortController();
@@ -53,7 +57,9 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
   await device.hello();
   await device.connect();
   t.teardown(() => device.disconnect());
-  device.serve((call) => (call.mode === "plan" ? { diff: DIFF, summary: "edit notes.txt" } : call.mode === "apply" ? { written: true } : { size: 3, path: call.input.path }));
+  device.serve((call) =>
+    call.mode === "plan" ? { diff: DIFF, summary: "edit notes.txt" } : call.mode === "apply" ? { written: true } : { size: 3, path: call.input.path },
+  );
 
   const panel = await owner.get("/devices/panel/devices", { "hx-request": "true" });
   const panelHtml = await panel.text();
@@ -118,7 +124,11 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
   t.equal((await stranger.get(`/devices/${deviceId}/tools/stat`)).status, 404);
   t.equal((await stranger.request("POST", `/devices/proposals/${proposalId}/reject`, { form: {}, headers: { "hx-request": "true" } })).status, 404);
   const { token: apiToken } = await readJson(await owner.post("/api/tokens", { name: "t", scopes: ["host:call"] }));
-  const byToken = await fetch(`${server.url}/devices/pair`, { method: "POST", redirect: "manual", headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" } });
+  const byToken = await fetch(`${server.url}/devices/pair`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { authorization: `Bearer ${apiToken}`, accept: "text/html" },
+  });
   t.equal(byToken.status, 302, "pages are for browsers: a token is sent to sign in");
   t.equal(byToken.headers.get("location"), "/login");
 });
@@ -138,18 +148,32 @@ t.test("forms from schemas, and diffs, as the page reads them", async (t) => {
     required: ["path", "edits"],
   };
   const fields = formFields(schema);
-  t.same(fields.map((f) => [f.name, f.kind]), [
-    ["path", "text"],
-    ["recursive", "checkbox"],
-    ["limit", "number"],
-    ["algorithm", "select"],
-    ["include", "lines"],
-    ["edits", "json"],
-    ["content", "textarea"],
-  ]);
   t.same(
-    readForm(schema, { "arg.path": "src", "arg.recursive": "true", "arg.limit": "5", "arg.algorithm": "md5", "arg.include": "*.ts\n\n*.js\n", "arg.edits": '[{"find":"a","replace":"b"}]', "arg.content": "x\r\ny\r\n" }),
-    { ok: true, input: { path: "src", recursive: true, limit: 5, algorithm: "md5", include: ["*.ts", "*.js"], edits: [{ find: "a", replace: "b" }], content: "x\ny\n" } },
+    fields.map((f) => [f.name, f.kind]),
+    [
+      ["path", "text"],
+      ["recursive", "checkbox"],
+      ["limit", "number"],
+      ["algorithm", "select"],
+      ["include", "lines"],
+      ["edits", "json"],
+      ["content", "textarea"],
+    ],
+  );
+  t.same(
+    readForm(schema, {
+      "arg.path": "src",
+      "arg.recursive": "true",
+      "arg.limit": "5",
+      "arg.algorithm": "md5",
+      "arg.include": "*.ts\n\n*.js\n",
+      "arg.edits": '[{"find":"a","replace":"b"}]',
+      "arg.content": "x\r\ny\r\n",
+    }),
+    {
+      ok: true,
+      input: { path: "src", recursive: true, limit: 5, algorithm: "md5", include: ["*.ts", "*.js"], edits: [{ find: "a", replace: "b" }], content: "x\ny\n" },
+    },
   );
   t.match(readForm(schema, { "arg.path": "x", "arg.edits": "[", "arg.limit": "" }), { ok: false, field: "arg.edits", error: /Edits: not valid JSON/ });
   t.match(readForm(schema, { "arg.path": "x", "arg.edits": "[]", "arg.limit": "1.5" }), { ok: false, field: "arg.limit", error: /not a whole number/ });

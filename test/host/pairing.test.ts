@@ -63,7 +63,10 @@ t.test("a wrong code, an expired code, and the void after 5 failed attempts", as
 
   // Expired: the right code after its time.
   const { code: stale } = await readJson(await owner.post("/api/host/pairing-codes"));
-  await server.database.db.updateTable("host_pairing_code").set({ expires_at: new Date(Date.now() - 1000) }).execute();
+  await server.database.db
+    .updateTable("host_pairing_code")
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .execute();
   const expired = await enrollRaw(server.url, { code: stale, name: "x", platform: "y" });
   t.equal(expired.status, 410);
   t.equal((await readJson(expired)).code, "PAIRING_CODE_EXPIRED");
@@ -194,7 +197,10 @@ t.test("deleting the user deletes their devices, codes and proposals", async (t)
     (await db.selectFrom("host_pairing_code").select("id").where("user_id", "=", owner.userId).execute()).length,
     (await db.selectFrom("activity_event").select("id").where("user_id", "=", owner.userId).execute()).length,
   ];
-  t.ok((await rowsOf()).every((count) => count > 0), "a device, codes and audit rows before");
+  t.ok(
+    (await rowsOf()).every((count) => count > 0),
+    "a device, codes and audit rows before",
+  );
   await db.deleteFrom("user").where("id", "=", owner.userId).execute();
   t.same(await rowsOf(), [0, 0, 0], "none after");
 });

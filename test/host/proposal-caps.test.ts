@@ -23,8 +23,16 @@ t.test("a plan outside the protocol's bounds is refused (502 PLAN_INVALID), and 
     ["a 7 MB summary", { diff: DIFF, summary: "x".repeat(7 * 1024 * 1024) }, /"summary" \(7340032 characters\)/],
     ["a summary one character too long", { diff: DIFF, summary: "x".repeat(MAX_PLAN_SUMMARY_LENGTH + 1) }, /"summary"/],
     ["a path too long", { diff: DIFF, summary: "s", path: "/a".repeat(MAX_PLAN_PATH_LENGTH) }, /"path" \(8192 characters\)/],
-    ["too many entries", { diff: "", summary: "s", removes: Array.from({ length: MAX_PLAN_ENTRIES + 1 }, (_, i) => ({ path: `f${i}`, type: "file" })) }, /"removes" \(1001 items\)/],
-    ["a path too long inside an entry", { diff: "", summary: "s", removes: [{ path: "x".repeat(MAX_PLAN_PATH_LENGTH + 1), type: "file" }] }, /"removes\.0\.path"/],
+    [
+      "too many entries",
+      { diff: "", summary: "s", removes: Array.from({ length: MAX_PLAN_ENTRIES + 1 }, (_, i) => ({ path: `f${i}`, type: "file" })) },
+      /"removes" \(1001 items\)/,
+    ],
+    [
+      "a path too long inside an entry",
+      { diff: "", summary: "s", removes: [{ path: "x".repeat(MAX_PLAN_PATH_LENGTH + 1), type: "file" }] },
+      /"removes\.0\.path"/,
+    ],
     ["a negative count", { diff: "", summary: "s", totals: { files: -1 } }, /"totals\.files"/],
     ["a summary that is not text", { diff: DIFF, summary: 7 }, /"summary"/],
   ];
@@ -43,13 +51,26 @@ t.test("a plan outside the protocol's bounds is refused (502 PLAN_INVALID), and 
   t.equal((await readJson(await owner.get("/api/host/proposals"))).proposals.length, 0);
 
   // At the bounds it is a proposal.
-  plan = { diff: DIFF, summary: "y".repeat(MAX_PLAN_SUMMARY_LENGTH), path: "p".repeat(MAX_PLAN_PATH_LENGTH), removes: [], totals: { files: 3 }, extra: { anything: [1, 2] } };
+  plan = {
+    diff: DIFF,
+    summary: "y".repeat(MAX_PLAN_SUMMARY_LENGTH),
+    path: "p".repeat(MAX_PLAN_PATH_LENGTH),
+    removes: [],
+    totals: { files: 3 },
+    extra: { anything: [1, 2] },
+  };
   const accepted = await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: "notes.txt", content: "x" } });
   t.equal(accepted.status, 202);
   t.equal((await readJson(accepted)).summary.length, MAX_PLAN_SUMMARY_LENGTH);
 
   await server.app.tetherAudit.flush();
-  const refused = await db.selectFrom("activity_event").select("error_code").where("device_id", "=", deviceId).where("event", "=", "propose").where("outcome", "=", "error").execute();
+  const refused = await db
+    .selectFrom("activity_event")
+    .select("error_code")
+    .where("device_id", "=", deviceId)
+    .where("event", "=", "propose")
+    .where("outcome", "=", "error")
+    .execute();
   t.equal(refused.length, cases.length, "each refusal is audited");
   t.ok(refused.every((row) => row.error_code === "PLAN_INVALID"));
 });
@@ -99,12 +120,21 @@ t.test("pending proposals are limited per device and per user: 429 TOO_MANY_PEND
   // A decision makes room; so does expiry.
   t.equal((await owner.post("/api/host/reject", { proposalId: first[0] })).status, 200);
   t.equal((await propose(deviceId, "again")).status, 202);
-  await db.updateTable("host_proposal").set({ expires_at: new Date(Date.now() - 1000) }).where("id", "=", first[1]!).execute();
+  await db
+    .updateTable("host_proposal")
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where("id", "=", first[1]!)
+    .execute();
   t.equal((await propose(deviceId, "after-expiry")).status, 202, "an expired proposal no longer counts");
   t.equal((await propose(deviceId, "full")).status, 429);
 
   await server.app.tetherAudit.flush();
-  const audited = await db.selectFrom("activity_event").select("error_code").where("user_id", "=", owner.userId).where("error_code", "=", "TOO_MANY_PENDING").execute();
+  const audited = await db
+    .selectFrom("activity_event")
+    .select("error_code")
+    .where("user_id", "=", owner.userId)
+    .where("error_code", "=", "TOO_MANY_PENDING")
+    .execute();
   t.equal(audited.length, 3, "each refusal is audited");
 });
 
@@ -117,11 +147,17 @@ t.test("concurrent proposals never go past the limit", async (t) => {
   const answered = (async () => {
     while (calls.length < ATTEMPTS) calls.push(await device.next("call", 30_000));
     const results = calls.map((call) => ({ id: call.id, ok: true, result: { diff: DIFF, summary: "race" } }));
-    const batch = await fetch(`${server.url}/api/host/results`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: JSON.stringify({ results }) });
+    const batch = await fetch(`${server.url}/api/host/results`, {
+      method: "POST",
+      headers: device.headers({ "content-type": "application/json" }),
+      body: JSON.stringify({ results }),
+    });
     t.same(await readJson(batch), { refused: [] }, "the device's answers were all taken");
   })();
   const responses = await Promise.all(
-    Array.from({ length: ATTEMPTS }, (_, i) => owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: `r${i}`, content: "x" }, timeoutMs: 60_000 })),
+    Array.from({ length: ATTEMPTS }, (_, i) =>
+      owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: `r${i}`, content: "x" }, timeoutMs: 60_000 }),
+    ),
   );
   await answered;
   const statuses = responses.map((response) => response.status).sort();

@@ -16,7 +16,10 @@ const editTool: AnnouncedTool = {
   description: "Replace exact text in a file",
   inputSchema: {
     type: "object",
-    properties: { path: { type: "string" }, edits: { type: "array", items: { type: "object", properties: { oldText: { type: "string" }, newText: { type: "string" } } } } },
+    properties: {
+      path: { type: "string" },
+      edits: { type: "array", items: { type: "object", properties: { oldText: { type: "string" }, newText: { type: "string" } } } },
+    },
     required: ["path", "edits"],
   },
   class: "mutate",
@@ -70,7 +73,11 @@ t.test("the API and the page name the token that proposed, the device, the path 
   t.match(list, new RegExp(`<a href="/devices/proposals/${proposed.proposalId}">`));
 
   // The browser session proposing (the /devices form calls the same way).
-  const byBrowser = await owner.post("/api/host/calls", { deviceId, tool: "edit_file", input: { path: "src/math.js", edits: [{ oldText: "a - b", newText: "a + b" }] } });
+  const byBrowser = await owner.post("/api/host/calls", {
+    deviceId,
+    tool: "edit_file",
+    input: { path: "src/math.js", edits: [{ oldText: "a - b", newText: "a + b" }] },
+  });
   t.equal(byBrowser.status, 202);
   const mine = (await readJson(await owner.get("/api/host/proposals"))).proposals.find((p: { id: string }) => p.id !== proposed.proposalId);
   t.match(mine, { proposer: { actor: "session", credential: null, name: null } });
@@ -107,14 +114,26 @@ t.test("deciding says what happened; decided proposals stay listed with outcome,
   const rejected = await owner.request("POST", `/devices/proposals/${second.proposalId}/reject`, { form: {}, headers: { "hx-request": "true" } });
   t.equal(rejected.status, 200);
   t.equal(rejected.headers.get("hx-trigger"), "proposals-changed");
-  t.match(await rejected.text(), new RegExp(`Rejected: 1 replacement in src/math.js \\(\\+1 −1 lines\\)\\. Nothing on “laptop” changed\\. <a href="/devices/proposals/${second.proposalId}">See the proposal</a>`));
+  t.match(
+    await rejected.text(),
+    new RegExp(
+      `Rejected: 1 replacement in src/math.js \\(\\+1 −1 lines\\)\\. Nothing on “laptop” changed\\. <a href="/devices/proposals/${second.proposalId}">See the proposal</a>`,
+    ),
+  );
 
   const panel = await (await owner.get("/devices/panel/proposals", { "hx-request": "true" })).text();
   t.match(panel, /No changes are waiting/);
   t.match(panel, /Recent decisions/);
   const rows = [...panel.matchAll(/<tr id="decided-([0-9a-f-]+)">([^]*?)<\/tr>/g)].map((match) => [match[1], match[2]!.replace(/\s+/g, " ")]);
-  t.same(rows.map(([id]) => id), [second.proposalId, first.proposalId], "newest first");
-  t.match(rows[0]![1], /Rejected<\/span> Rejected: 1 replacement in src\/math.js\. Nothing on “laptop” changed\..*API token “ci-bot”.*you, in your browser, \d+/);
+  t.same(
+    rows.map(([id]) => id),
+    [second.proposalId, first.proposalId],
+    "newest first",
+  );
+  t.match(
+    rows[0]![1],
+    /Rejected<\/span> Rejected: 1 replacement in src\/math.js\. Nothing on “laptop” changed\..*API token “ci-bot”.*you, in your browser, \d+/,
+  );
   t.match(rows[1]![1], /Applied<\/span> Applied: 1 replacement/);
 
   const api = await readJson(await owner.get(`/api/host/proposals/${first.proposalId}`));

@@ -21,7 +21,10 @@ function largeDiff(lines: number): string {
 
 t.test("the list is paged (cursor and limit), without diffs; one proposal has its diff", async (t) => {
   const { owner, deviceId, device } = await connectedDevice(t, server.url);
-  device.serve((call) => ({ diff: `--- a/${call.input.path}\n+++ b/${call.input.path}\n@@ -0,0 +1 @@\n+${call.input.content}\n`, summary: `write ${call.input.path}` }));
+  device.serve((call) => ({
+    diff: `--- a/${call.input.path}\n+++ b/${call.input.path}\n@@ -0,0 +1 @@\n+${call.input.content}\n`,
+    summary: `write ${call.input.path}`,
+  }));
   const ids: string[] = [];
   for (let i = 0; i < 25; i++) {
     const response = await owner.post("/api/host/calls", { deviceId, tool: "write_file", input: { path: `f${i}`, content: "x".repeat(1000) } });

@@ -26,7 +26,12 @@ async function propose(path: string): Promise<string> {
 }
 const row = (id: string) => db.selectFrom("host_proposal").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
 /** As if the proposal had finished `ms` ago. */
-const finishedAgo = (ids: string[], ms: number) => db.updateTable("host_proposal").set({ finished_at: new Date(Date.now() - ms) }).where("id", "in", ids).execute();
+const finishedAgo = (ids: string[], ms: number) =>
+  db
+    .updateTable("host_proposal")
+    .set({ finished_at: new Date(Date.now() - ms) })
+    .where("id", "in", ids)
+    .execute();
 
 t.test("decided and expired proposals lose their diff, input and result after the retention; the record stays", async (t) => {
   const applied = await propose("applied.txt");
@@ -36,7 +41,11 @@ t.test("decided and expired proposals lose their diff, input and result after th
   const recent = await propose("recent.txt");
   t.equal((await owner.post("/api/host/reject", { proposalId: recent })).status, 200);
   const stale = await propose("stale.txt");
-  await db.updateTable("host_proposal").set({ expires_at: new Date(Date.now() - 1000) }).where("id", "=", stale).execute();
+  await db
+    .updateTable("host_proposal")
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where("id", "=", stale)
+    .execute();
   const waiting = await propose("waiting.txt");
   await finishedAgo([applied, rejected], 2 * HOUR);
   await finishedAgo([recent], HOUR / 2);
@@ -56,7 +65,11 @@ t.test("decided and expired proposals lose their diff, input and result after th
 
   await server.app.tetherAudit.flush();
   const trail = await db.selectFrom("activity_event").select("event").where("proposal_id", "in", [applied, rejected]).orderBy("id").execute();
-  t.same(trail.map((entry) => entry.event), ["propose", "approve", "apply", "propose", "reject"], "the audit trail stays");
+  t.same(
+    trail.map((entry) => entry.event),
+    ["propose", "approve", "apply", "propose", "reject"],
+    "the audit trail stays",
+  );
 
   // What the owner sees of a purged proposal.
   const api = await readJson(await owner.get(`/api/host/proposals/${applied}`));

@@ -38,9 +38,17 @@ t.test("proposals", async (t) => {
 
     // The list carries no diffs or inputs (issue 24); one proposal, read on its own, has both.
     const pending = await readJson(await owner.get("/api/host/proposals"));
-    t.match(pending, { proposals: [{ id: proposal.proposalId, status: "pending", summary: "write notes.txt", diffBytes: DIFF.length, diffLines: 5 }], nextCursor: null, total: 1 });
+    t.match(pending, {
+      proposals: [{ id: proposal.proposalId, status: "pending", summary: "write notes.txt", diffBytes: DIFF.length, diffLines: 5 }],
+      nextCursor: null,
+      total: 1,
+    });
     t.notOk("diff" in pending.proposals[0] || "input" in pending.proposals[0], "the list has no diff or input");
-    t.match(await readJson(await owner.get(`/api/host/proposals/${proposal.proposalId}`)), { diff: DIFF, input: { path: "notes.txt", content: "new\n" }, purgedAt: null });
+    t.match(await readJson(await owner.get(`/api/host/proposals/${proposal.proposalId}`)), {
+      diff: DIFF,
+      input: { path: "notes.txt", content: "new\n" },
+      purgedAt: null,
+    });
 
     const approved = await owner.post("/api/host/approve", { proposalId: proposal.proposalId });
     t.equal(approved.status, 200);
@@ -54,7 +62,10 @@ t.test("proposals", async (t) => {
 
     await server.app.tetherAudit.flush();
     const trail = await db.selectFrom("activity_event").select(["event", "outcome"]).where("proposal_id", "=", proposal.proposalId).orderBy("id").execute();
-    t.same(trail.map((r) => `${r.event}:${r.outcome}`), ["propose:ok", "approve:ok", "apply:ok"]);
+    t.same(
+      trail.map((r) => `${r.event}:${r.outcome}`),
+      ["propose:ok", "approve:ok", "apply:ok"],
+    );
   });
 
   t.test("a concurrent double approve applies once; the other click gets 409 ALREADY_DECIDED", async (t) => {
@@ -96,7 +107,11 @@ t.test("proposals", async (t) => {
   t.test("an expired proposal cannot be approved", async (t) => {
     const { owner, applied, propose } = await connected();
     const { proposalId } = await propose();
-    await db.updateTable("host_proposal").set({ expires_at: new Date(Date.now() - 1000) }).where("id", "=", proposalId).execute();
+    await db
+      .updateTable("host_proposal")
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where("id", "=", proposalId)
+      .execute();
     const response = await owner.post("/api/host/approve", { proposalId });
     t.equal(response.status, 409);
     t.same(await readJson(response), { code: "PROPOSAL_EXPIRED", message: "This proposal expired; run the tool again for a fresh diff" });

@@ -24,7 +24,8 @@ t.test("one network: the same IPv4 /24 or IPv6 /64, of the same kind", async (t)
 });
 
 t.test("names that pose as the approver's machine", async (t) => {
-  for (const name of ["MacBook Pro (this computer)", "This device", "your laptop", "my Mac", "localhost", "ｔｈｉｓ ｃｏｍｐｕｔｅｒ"]) t.ok(claimsToBeThisMachine(name), name);
+  for (const name of ["MacBook Pro (this computer)", "This device", "your laptop", "my Mac", "localhost", "ｔｈｉｓ ｃｏｍｐｕｔｅｒ"])
+    t.ok(claimsToBeThisMachine(name), name);
   for (const name of ["build-box", "Alice's MacBook Pro", "thinkpad-x1", "office desktop"]) t.notOk(claimsToBeThisMachine(name), name);
 });
 
@@ -35,7 +36,15 @@ t.test("age in words; two minutes is old", async (t) => {
   t.equal(describeAge(3 * 3_600_000), "3 hours ago");
   const now = Date.parse("2026-11-01T12:00:00Z");
   const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
-  t.match(checkRequest({ request_ip: "203.0.113.9", requested_at: at(1), device_name: "box" }, "203.0.113.10", now), { network: "same", stale: false, selfClaim: false });
-  t.match(checkRequest({ request_ip: "203.0.113.9", requested_at: at(2), device_name: "box" }, "10.0.0.1", now), { network: "different", stale: true, age: "2 minutes ago" });
+  t.match(checkRequest({ request_ip: "203.0.113.9", requested_at: at(1), device_name: "box" }, "203.0.113.10", now), {
+    network: "same",
+    stale: false,
+    selfClaim: false,
+  });
+  t.match(checkRequest({ request_ip: "203.0.113.9", requested_at: at(2), device_name: "box" }, "10.0.0.1", now), {
+    network: "different",
+    stale: true,
+    age: "2 minutes ago",
+  });
   t.match(checkRequest({ request_ip: null, requested_at: null, device_name: "box" }, "10.0.0.1", now), { network: "unknown", stale: false, age: null });
 });

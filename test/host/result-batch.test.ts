@@ -17,7 +17,11 @@ import { connectedDevice, signedIn, startHostServer, type ScriptedDevice } from 
 import { eventually } from "../helpers/eventually.js";
 
 const postBatch = (device: ScriptedDevice, body: unknown) =>
-  fetch(`${device.url}/api/host/results`, { method: "POST", headers: device.headers({ "content-type": "application/json" }), body: typeof body === "string" ? body : JSON.stringify(body) });
+  fetch(`${device.url}/api/host/results`, {
+    method: "POST",
+    headers: device.headers({ "content-type": "application/json" }),
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 
 t.test("a batch settles each waiting call with its own result, and lists what it did not take", async (t) => {
   const server = await startHostServer(t);
@@ -38,7 +42,11 @@ t.test("a batch settles each waiting call with its own result, and lists what it
     { id: "no-such-call", code: "UNKNOWN_CALL" },
     { id: foreignCall.id, code: "WRONG_DEVICE" },
   ]);
-  t.same((await Promise.all(waiting)).map((reply) => reply.result.path), ["0", "1", "2"], "each caller got its own result");
+  t.same(
+    (await Promise.all(waiting)).map((reply) => reply.result.path),
+    ["0", "1", "2"],
+    "each caller got its own result",
+  );
 
   const again = await postBatch(device, { results: [results[0]] });
   t.same((await readJson(again)).refused, [{ id: calls[0]!.id, code: "RESULT_ALREADY_RECEIVED" }], "a result is taken once");
@@ -67,7 +75,11 @@ t.test("a bad batch is a clear 4xx, never a 500", async (t) => {
     t.type(reply.message, "string", `${what}: a message`);
     if (code) t.equal(reply.code, code, what);
   }
-  const anonymous = await fetch(`${server.url}/api/host/results`, { method: "POST", headers: { "content-type": "application/json", ...device.headers(), authorization: "Bearer dt_nope" }, body: JSON.stringify({ results: [item] }) });
+  const anonymous = await fetch(`${server.url}/api/host/results`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...device.headers(), authorization: "Bearer dt_nope" },
+    body: JSON.stringify({ results: [item] }),
+  });
   t.equal(anonymous.status, 401, "a device token is required");
 });
 
@@ -80,14 +92,25 @@ async function runtimeDevice(t: Test, tools: readonly LocalTool[], dir: string, 
   const minted = await readJson(await owner.post("/api/host/pairing-codes"));
   const stop = new AbortController();
   const lines: string[] = [];
-  const running = runHost({ server: server.url, tools, concurrency, roots: [dir], configDir: path.join(dir, ".cfg"), pairingCode: minted.code, handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
+  const running = runHost({
+    server: server.url,
+    tools,
+    concurrency,
+    roots: [dir],
+    configDir: path.join(dir, ".cfg"),
+    pairingCode: minted.code,
+    handleSignals: false,
+    signal: stop.signal,
+    log: (line) => lines.push(line),
+  });
   t.teardown(async () => {
     stop.abort();
     await running;
   });
   await eventually(() => lines.some((line) => line.includes("connected to")), 15_000, "the device to connect");
   const deviceId = (await readJson(await owner.get("/api/host/devices"))).devices[0].id as string;
-  const call = (tool: string, input: unknown) => owner.post("/api/host/calls", { deviceId, tool, input }).then(async (response) => ({ status: response.status, body: await readJson(response) }));
+  const call = (tool: string, input: unknown) =>
+    owner.post("/api/host/calls", { deviceId, tool, input }).then(async (response) => ({ status: response.status, body: await readJson(response) }));
   return { requests, call };
 }
 
@@ -104,7 +127,11 @@ t.test("the device runtime posts the results of calls in flight together", async
   requests.length = 0;
   for (let round = 0; round < 3; round++) {
     const replies = await Promise.all(Array.from({ length: 32 }, (_, n) => call("stat", { path: `file-${n}.txt` })));
-    t.same(replies.map((reply) => reply.body.result.size), Array.from({ length: 32 }, (_, n) => `file ${n}\n`.length), `round ${round}: every caller got its own file's size`);
+    t.same(
+      replies.map((reply) => reply.body.result.size),
+      Array.from({ length: 32 }, (_, n) => `file ${n}\n`.length),
+      `round ${round}: every caller got its own file's size`,
+    );
   }
   const batches = requests.filter((url) => url === "/api/host/results").length;
   const singles = requests.filter((url) => url.startsWith("/api/host/result/")).length;

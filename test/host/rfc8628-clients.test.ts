@@ -28,7 +28,11 @@ async function approve(userCode: string): Promise<{ text: string; owner: ReturnT
 }
 
 const helloWith = (token: string) =>
-  fetch(`${url}/api/host/hello`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}`, ...protocolHeaders }, body: JSON.stringify({ tools: [], roots: ["/tmp"] }) });
+  fetch(`${url}/api/host/hello`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}`, ...protocolHeaders },
+    body: JSON.stringify({ tools: [], roots: ["/tmp"] }),
+  });
 
 t.test("the metadata names the device authorization endpoint, at the issuer's path and at the origin", async (t) => {
   const atPath = await readJson(await fetch(`${url}/.well-known/oauth-authorization-server/api/auth`));
@@ -45,9 +49,14 @@ t.test("oauth4webapi: discover, ask for a code with only a client id, poll the t
   const asked = await oauth.processDeviceAuthorizationResponse(as, client, await oauth.deviceAuthorizationRequest(as, client, oauth.None(), {}, insecure));
   t.match(asked, { device_code: String, user_code: String, verification_uri: `${url}/device`, interval: 1 });
 
-  const poll = async () => oauth.processDeviceCodeResponse(as, client, await oauth.deviceCodeGrantRequest(as, client, oauth.None(), asked.device_code, insecure));
+  const poll = async () =>
+    oauth.processDeviceCodeResponse(as, client, await oauth.deviceCodeGrantRequest(as, client, oauth.None(), asked.device_code, insecure));
   /** The OAuth error a refused poll carries (oauth4webapi throws a ResponseBodyError), or "none". */
-  const refusal = () => poll().then(() => "none", (error: unknown) => (error instanceof oauth.ResponseBodyError ? error.error : String(error)));
+  const refusal = () =>
+    poll().then(
+      () => "none",
+      (error: unknown) => (error instanceof oauth.ResponseBodyError ? error.error : String(error)),
+    );
   t.equal(await refusal(), "authorization_pending", "pending until the owner decides");
 
   const { text, owner } = await approve(asked.user_code);
@@ -55,15 +64,19 @@ t.test("oauth4webapi: discover, ask for a code with only a client id, poll the t
   t.match(text, "Platform unknown");
 
   let tokens: oauth.TokenEndpointResponse | undefined;
-  await eventually(async () => {
-    try {
-      tokens = await poll();
-      return true;
-    } catch (error) {
-      if (error instanceof oauth.ResponseBodyError && (error.error === "authorization_pending" || error.error === "slow_down")) return false;
-      throw error;
-    }
-  }, 15_000, "the credential");
+  await eventually(
+    async () => {
+      try {
+        tokens = await poll();
+        return true;
+      } catch (error) {
+        if (error instanceof oauth.ResponseBodyError && (error.error === "authorization_pending" || error.error === "slow_down")) return false;
+        throw error;
+      }
+    },
+    15_000,
+    "the credential",
+  );
   t.match(tokens, { access_token: /^dt_[A-Za-z0-9_-]{43}$/, token_type: "bearer", device_id: String });
   t.equal((await helloWith(tokens!.access_token)).status, 200, "the credential is a device credential");
   t.match(await readJson(await owner.get("/api/host/devices")), { devices: [{ id: tokens!.device_id, name: "Unnamed device", platform: "unknown" }] });
@@ -85,11 +98,15 @@ t.test("plain form-encoded HTTP at both device endpoints (RFC 8628 §3.1, §3.4)
   t.match(text, "The device calls itself “form-box”");
   t.match(text, "Version tether-host unknown", "the version it did not give has its default");
   let body: any;
-  await eventually(async () => {
-    const answer = await credential("/api/auth/device/credential");
-    body = await answer.json();
-    return answer.status === 200;
-  }, 15_000, "the credential");
+  await eventually(
+    async () => {
+      const answer = await credential("/api/auth/device/credential");
+      body = await answer.json();
+      return answer.status === 200;
+    },
+    15_000,
+    "the credential",
+  );
   t.match(body, { access_token: /^dt_/, token_type: "Bearer", device_id: String });
   t.equal((await helloWith(body.access_token)).status, 200);
   const again = await credential("/api/auth/oauth2/token");

@@ -36,11 +36,26 @@ t.test("configuration from the environment", async (t) => {
 
 t.test("backoff grows, is jittered, and is capped at 30 s", async (t) => {
   const backoff = { initialMs: 500, maxMs: 30_000 };
-  t.equal(backoffDelay(0, backoff, () => 0), 250);
-  t.equal(backoffDelay(0, backoff, () => 1), 500);
-  t.equal(backoffDelay(3, backoff, () => 1), 4_000);
-  t.equal(backoffDelay(20, backoff, () => 1), 30_000);
-  t.equal(backoffDelay(1000, backoff, () => 0), 15_000);
+  t.equal(
+    backoffDelay(0, backoff, () => 0),
+    250,
+  );
+  t.equal(
+    backoffDelay(0, backoff, () => 1),
+    500,
+  );
+  t.equal(
+    backoffDelay(3, backoff, () => 1),
+    4_000,
+  );
+  t.equal(
+    backoffDelay(20, backoff, () => 1),
+    30_000,
+  );
+  t.equal(
+    backoffDelay(1000, backoff, () => 0),
+    15_000,
+  );
 });
 
 t.test("not paired: it asks for approval on /device (stopped while waiting: exit 0); a bad code: exit 3", async (t) => {
@@ -82,7 +97,16 @@ t.test("an unreachable server is retried until stopped (exit 0)", async (t) => {
   t.equal(await running, ExitCode.stopped);
   // A signal aborted before the start stops it at once.
   const controller = new AbortController();
-  const second = runHost({ server: `http://127.0.0.1:${port}`, tools: builtinTools, roots: [dir], configDir: path.join(dir, "cfg2"), pairingCode: "22222-22222", handleSignals: false, log: () => {}, signal: controller.signal });
+  const second = runHost({
+    server: `http://127.0.0.1:${port}`,
+    tools: builtinTools,
+    roots: [dir],
+    configDir: path.join(dir, "cfg2"),
+    pairingCode: "22222-22222",
+    handleSignals: false,
+    log: () => {},
+    signal: controller.signal,
+  });
   controller.abort();
   t.equal(await second, ExitCode.stopped);
 });
@@ -147,7 +171,10 @@ t.test("consumer tools next to the built-ins; calls run concurrently up to the l
   const calls = await Promise.all(
     Array.from({ length: 6 }, (_, n) => owner.post("/api/host/calls", { deviceId, tool: "slow_echo", input: { ms: 50, n } }).then(readJson)),
   );
-  t.same(calls.map((c) => c.result.n), [0, 1, 2, 3, 4, 5]);
+  t.same(
+    calls.map((c) => c.result.n),
+    [0, 1, 2, 3, 4, 5],
+  );
   t.equal(peak, 2, "never more than 2 at once");
 
   const converted = await readJson(await owner.post("/api/host/calls", { deviceId, tool: "convert_ifc", input: { file: "model.ifc" } }));

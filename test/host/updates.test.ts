@@ -37,7 +37,10 @@ async function downloadsOffering(t: { teardown(fn: () => unknown): void }, serve
   const key = generateKeyPairSync("ed25519");
   const content = `#!/bin/sh\necho ${NEXT}\n`;
   await writeFile(path.join(dir, FILE), served ?? content, { mode: 0o755 });
-  const manifest = signManifest({ format: 1, version: NEXT, node: "24.21.0", files: { [PLATFORM]: { file: FILE, size: Buffer.byteLength(content), sha256: sha256(content) } } }, [key.privateKey]);
+  const manifest = signManifest(
+    { format: 1, version: NEXT, node: "24.21.0", files: { [PLATFORM]: { file: FILE, size: Buffer.byteLength(content), sha256: sha256(content) } } },
+    [key.privateKey],
+  );
   await writeFile(path.join(dir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   return { dir, trusted: [publicKeyText(key.publicKey)] };
 }
@@ -88,7 +91,15 @@ t.test("update reports: kept on the device, shown to its owner; bad ones are a 4
   t.match(listed.lastUpdate, { ok: true, from: "0.1.0", to: "0.2.0", trigger: "manual", receivedAt: String });
   t.match(await (await owner.get("/devices")).text(), /Last update: 0\.1\.0 → 0\.2\.0 \(by hand\)/);
 
-  const failed = { ok: false, from: "0.1.0", to: "0.2.0", trigger: "auto", code: "UPDATE_DIGEST_MISMATCH", message: "The download's SHA-256 is 00; the signed manifest names 11", at: new Date().toISOString() };
+  const failed = {
+    ok: false,
+    from: "0.1.0",
+    to: "0.2.0",
+    trigger: "auto",
+    code: "UPDATE_DIGEST_MISMATCH",
+    message: "The download's SHA-256 is 00; the signed manifest names 11",
+    at: new Date().toISOString(),
+  };
   t.equal((await postReport(app.url, device.token, failed)).status, 204);
   listed = (await readJson(await owner.get("/api/host/devices"))).devices[0];
   t.match(listed.lastUpdate, { ok: false, code: "UPDATE_DIGEST_MISMATCH" }, "the latest report replaces the one before");
@@ -128,7 +139,17 @@ t.test("the minimum version: told at hello, and an older device shows as outdate
   const lines: string[] = [];
   const stop = new AbortController();
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-  const running = runHost({ server: app.url, tools: builtinTools, roots: [dir], configDir: path.join(dir, "cfg"), pairingCode: code, name: "old-box", handleSignals: false, signal: stop.signal, log: (line) => lines.push(line) });
+  const running = runHost({
+    server: app.url,
+    tools: builtinTools,
+    roots: [dir],
+    configDir: path.join(dir, "cfg"),
+    pairingCode: code,
+    name: "old-box",
+    handleSignals: false,
+    signal: stop.signal,
+    log: (line) => lines.push(line),
+  });
   t.teardown(() => stop.abort());
   await eventually(() => lines.some((line) => line.includes("connected to")), 20_000, "the device connects");
   t.ok(
@@ -154,69 +175,96 @@ t.test("the minimum version: told at hello, and an older device shows as outdate
   t.notMatch(await (await other.get("/devices")).text(), />Outdated</);
 });
 
-t.test("update: auto, under a service: installs what the server announces, reports it, and exits 10 for a restart", { skip: process.platform === "win32" && "the stand-in executable is a shell script" }, async (t) => {
-  const offered = await downloadsOffering(t);
-  const app = await startHostServer(t, { env: { DOWNLOADS_DIR: offered.dir } });
-  const owner = await signedIn(app.url);
-  const dir = await tempDir(t);
-  const executable = path.join(dir, "tether-host");
-  await writeFile(executable, `#!/bin/sh\necho ${HOST_VERSION}\n`, { mode: 0o755 });
-  const lines: string[] = [];
-  const log = (line: string) => lines.push(line);
-  const install = () => updateExecutable({ server: app.url, request: deviceRequest(), executable, version: HOST_VERSION, platform: PLATFORM, trustedKeys: offered.trusted, log });
-  const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-  const base = { server: app.url, tools: builtinTools, roots: [dir], configDir: path.join(dir, "cfg"), name: "auto-box", handleSignals: false, log };
+t.test(
+  "update: auto, under a service: installs what the server announces, reports it, and exits 10 for a restart",
+  { skip: process.platform === "win32" && "the stand-in executable is a shell script" },
+  async (t) => {
+    const offered = await downloadsOffering(t);
+    const app = await startHostServer(t, { env: { DOWNLOADS_DIR: offered.dir } });
+    const owner = await signedIn(app.url);
+    const dir = await tempDir(t);
+    const executable = path.join(dir, "tether-host");
+    await writeFile(executable, `#!/bin/sh\necho ${HOST_VERSION}\n`, { mode: 0o755 });
+    const lines: string[] = [];
+    const log = (line: string) => lines.push(line);
+    const install = () =>
+      updateExecutable({ server: app.url, request: deviceRequest(), executable, version: HOST_VERSION, platform: PLATFORM, trustedKeys: offered.trusted, log });
+    const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
+    const base = { server: app.url, tools: builtinTools, roots: [dir], configDir: path.join(dir, "cfg"), name: "auto-box", handleSignals: false, log };
 
-  // notify (the default): one line, nothing installed.
-  const stop = new AbortController();
-  const notifying = runHost({ ...base, pairingCode: code, signal: stop.signal, updates: { policy: "notify", install } });
-  await eventually(() => lines.some((line) => line.includes("an update is available")), 20_000, "the notice");
-  t.match(lines.find((line) => line.includes("an update is available")), `an update is available: ${NEXT} (this is ${HOST_VERSION}). Run \`tether-host update\``);
-  stop.abort();
-  t.equal(await notifying, ExitCode.stopped);
-  t.equal(await readFile(executable, "utf8"), `#!/bin/sh\necho ${HOST_VERSION}\n`, "notify installs nothing");
+    // notify (the default): one line, nothing installed.
+    const stop = new AbortController();
+    const notifying = runHost({ ...base, pairingCode: code, signal: stop.signal, updates: { policy: "notify", install } });
+    await eventually(() => lines.some((line) => line.includes("an update is available")), 20_000, "the notice");
+    t.match(
+      lines.find((line) => line.includes("an update is available")),
+      `an update is available: ${NEXT} (this is ${HOST_VERSION}). Run \`tether-host update\``,
+    );
+    stop.abort();
+    t.equal(await notifying, ExitCode.stopped);
+    t.equal(await readFile(executable, "utf8"), `#!/bin/sh\necho ${HOST_VERSION}\n`, "notify installs nothing");
 
-  // off: not even the notice.
-  lines.length = 0;
-  const quiet = new AbortController();
-  const pinned = runHost({ ...base, signal: quiet.signal, updates: { policy: "off", install } });
-  await eventually(() => lines.some((line) => line.includes("connected to")), 20_000, "connected");
-  quiet.abort();
-  t.equal(await pinned, ExitCode.stopped);
-  t.notOk(lines.some((line) => /update is available|updating|updated/.test(line)), "pinned off: no notice, no update");
+    // off: not even the notice.
+    lines.length = 0;
+    const quiet = new AbortController();
+    const pinned = runHost({ ...base, signal: quiet.signal, updates: { policy: "off", install } });
+    await eventually(() => lines.some((line) => line.includes("connected to")), 20_000, "connected");
+    quiet.abort();
+    t.equal(await pinned, ExitCode.stopped);
+    t.notOk(
+      lines.some((line) => /update is available|updating|updated/.test(line)),
+      "pinned off: no notice, no update",
+    );
 
-  // auto, as a service runs it: the update, the report, then exit 10.
-  lines.length = 0;
-  const exited = await runHost({ ...base, updates: { policy: "auto", install, restartAfterUpdate: true } });
-  t.equal(exited, ExitCode.updated, "exit 10: the service manager starts the new executable");
-  t.equal(await readFile(executable, "utf8"), `#!/bin/sh\necho ${NEXT}\n`, "the new executable is in place");
-  t.ok(lines.some((line) => line.includes(`is in place; exiting so the service manager starts it`)));
-  const listed = (await readJson(await owner.get("/api/host/devices"))).devices[0];
-  t.match(listed.lastUpdate, { ok: true, from: HOST_VERSION, to: NEXT, trigger: "auto" }, "the server heard of it before the exit");
-  t.match(JSON.parse(await readFile(path.join(dir, "cfg", "last-update.json"), "utf8")), { reported: true, report: { ok: true, to: NEXT } });
-});
+    // auto, as a service runs it: the update, the report, then exit 10.
+    lines.length = 0;
+    const exited = await runHost({ ...base, updates: { policy: "auto", install, restartAfterUpdate: true } });
+    t.equal(exited, ExitCode.updated, "exit 10: the service manager starts the new executable");
+    t.equal(await readFile(executable, "utf8"), `#!/bin/sh\necho ${NEXT}\n`, "the new executable is in place");
+    t.ok(lines.some((line) => line.includes(`is in place; exiting so the service manager starts it`)));
+    const listed = (await readJson(await owner.get("/api/host/devices"))).devices[0];
+    t.match(listed.lastUpdate, { ok: true, from: HOST_VERSION, to: NEXT, trigger: "auto" }, "the server heard of it before the exit");
+    t.match(JSON.parse(await readFile(path.join(dir, "cfg", "last-update.json"), "utf8")), { reported: true, report: { ok: true, to: NEXT } });
+  },
+);
 
-t.test("a failed automatic update is reported, the old executable keeps running", { skip: process.platform === "win32" && "the stand-in executable is a shell script" }, async (t) => {
-  // The server serves other bytes than the signed manifest names.
-  const offered = await downloadsOffering(t, `#!/bin/sh\necho ${NEXT}!\n`);
-  const app = await startHostServer(t, { env: { DOWNLOADS_DIR: offered.dir } });
-  const owner = await signedIn(app.url);
-  const dir = await tempDir(t);
-  const executable = path.join(dir, "tether-host");
-  const old = `#!/bin/sh\necho ${HOST_VERSION}\n`;
-  await writeFile(executable, old, { mode: 0o755 });
-  const lines: string[] = [];
-  const log = (line: string) => lines.push(line);
-  const install = () => updateExecutable({ server: app.url, request: deviceRequest(), executable, version: HOST_VERSION, platform: PLATFORM, trustedKeys: offered.trusted, log });
-  const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-  const stop = new AbortController();
-  const running = runHost({ server: app.url, tools: builtinTools, roots: [dir], configDir: path.join(dir, "cfg"), pairingCode: code, name: "failing-box", handleSignals: false, signal: stop.signal, log, updates: { policy: "auto", install, restartAfterUpdate: true } });
-  t.teardown(() => stop.abort());
-  await eventually(async () => (await readJson(await owner.get("/api/host/devices"))).devices[0]?.lastUpdate?.ok === false, 20_000, "the failure reported");
-  const listed = (await readJson(await owner.get("/api/host/devices"))).devices[0];
-  t.match(listed, { online: true, lastUpdate: { ok: false, from: HOST_VERSION, to: NEXT, code: "UPDATE_SIZE_MISMATCH", trigger: "auto" } });
-  t.match(lines.join("\n"), new RegExp(`update failed \\(UPDATE_SIZE_MISMATCH\\).*; ${HOST_VERSION.replace(/\./g, "\\.")} stays in place`));
-  t.equal(await readFile(executable, "utf8"), old);
-  stop.abort();
-  t.equal(await running, ExitCode.stopped, "the host went on running, and stopped when asked");
-});
+t.test(
+  "a failed automatic update is reported, the old executable keeps running",
+  { skip: process.platform === "win32" && "the stand-in executable is a shell script" },
+  async (t) => {
+    // The server serves other bytes than the signed manifest names.
+    const offered = await downloadsOffering(t, `#!/bin/sh\necho ${NEXT}!\n`);
+    const app = await startHostServer(t, { env: { DOWNLOADS_DIR: offered.dir } });
+    const owner = await signedIn(app.url);
+    const dir = await tempDir(t);
+    const executable = path.join(dir, "tether-host");
+    const old = `#!/bin/sh\necho ${HOST_VERSION}\n`;
+    await writeFile(executable, old, { mode: 0o755 });
+    const lines: string[] = [];
+    const log = (line: string) => lines.push(line);
+    const install = () =>
+      updateExecutable({ server: app.url, request: deviceRequest(), executable, version: HOST_VERSION, platform: PLATFORM, trustedKeys: offered.trusted, log });
+    const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
+    const stop = new AbortController();
+    const running = runHost({
+      server: app.url,
+      tools: builtinTools,
+      roots: [dir],
+      configDir: path.join(dir, "cfg"),
+      pairingCode: code,
+      name: "failing-box",
+      handleSignals: false,
+      signal: stop.signal,
+      log,
+      updates: { policy: "auto", install, restartAfterUpdate: true },
+    });
+    t.teardown(() => stop.abort());
+    await eventually(async () => (await readJson(await owner.get("/api/host/devices"))).devices[0]?.lastUpdate?.ok === false, 20_000, "the failure reported");
+    const listed = (await readJson(await owner.get("/api/host/devices"))).devices[0];
+    t.match(listed, { online: true, lastUpdate: { ok: false, from: HOST_VERSION, to: NEXT, code: "UPDATE_SIZE_MISMATCH", trigger: "auto" } });
+    t.match(lines.join("\n"), new RegExp(`update failed \\(UPDATE_SIZE_MISMATCH\\).*; ${HOST_VERSION.replace(/\./g, "\\.")} stays in place`));
+    t.equal(await readFile(executable, "utf8"), old);
+    stop.abort();
+    t.equal(await running, ExitCode.stopped, "the host went on running, and stopped when asked");
+  },
+);

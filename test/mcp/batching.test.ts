@@ -18,7 +18,12 @@ const batch = [
 const post = (body: unknown, version?: string) =>
   fetch(`${url}/mcp`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...(version ? { "mcp-protocol-version": version } : {}) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(version ? { "mcp-protocol-version": version } : {}),
+    },
     body: JSON.stringify(body),
   });
 
@@ -47,6 +52,10 @@ t.test("a batch at 2025-03-26, or without a version header, gets one answer per 
 });
 
 t.test("an unauthenticated batch is still a 401 first", async (t) => {
-  const response = await fetch(`${url}/mcp`, { method: "POST", headers: { "content-type": "application/json", "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify(batch) });
+  const response = await fetch(`${url}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify(batch),
+  });
   t.equal(response.status, 401);
 });

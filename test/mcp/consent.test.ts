@@ -18,7 +18,13 @@ async function consentURL(redirectURI = REDIRECT, name = "Agent X"): Promise<{ c
   const registered = await fetch(`${url}/api/auth/oauth2/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: name, redirect_uris: [redirectURI], token_endpoint_auth_method: "none", grant_types: ["authorization_code"], response_types: ["code"] }),
+    body: JSON.stringify({
+      client_name: name,
+      redirect_uris: [redirectURI],
+      token_endpoint_auth_method: "none",
+      grant_types: ["authorization_code"],
+      response_types: ["code"],
+    }),
   });
   const client = await readJson(registered);
   if (registered.status !== 201) throw new Error(`register: ${registered.status} ${JSON.stringify(client)}`);
@@ -55,7 +61,12 @@ t.test("a request the provider did not sign, or that was changed, is refused bef
   const forged = new URLSearchParams({ client_id: clientId, scope: "Delete every file you own", redirect_uri: "http://x;sandbox" });
   const changed = location.replace("scope=host%3Acall", "scope=offline_access");
   const extra = `${location}&ui_locales=${encodeURIComponent("https://evil.example/cb")}`;
-  for (const [what, path] of [["unsigned", `/oauth/consent?${forged}`], ["scope changed", changed], ["a parameter added", extra], ["no query", "/oauth/consent"]] as const) {
+  for (const [what, path] of [
+    ["unsigned", `/oauth/consent?${forged}`],
+    ["scope changed", changed],
+    ["a parameter added", extra],
+    ["no query", "/oauth/consent"],
+  ] as const) {
     const page = await owner.client.get(path, html);
     t.equal(page.status, 400, what);
     const body = await page.text();

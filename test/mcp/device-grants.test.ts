@@ -40,7 +40,10 @@ t.test("bad grants are refused with a 400 and mint nothing", async (t) => {
     t.match(await readJson(response), { code }, JSON.stringify(grants));
   }
   const tokens = (await readJson(await owner.get("/api/tokens"))).tokens as { name: string }[];
-  t.notOk(tokens.some((token) => token.name === "refused"), "no token was made");
+  t.notOk(
+    tokens.some((token) => token.name === "refused"),
+    "no token was made",
+  );
 });
 
 // Set-up outside any subtest asserts nothing (an assertion there ends tap's root test early).
@@ -63,8 +66,15 @@ t.test("the token list shows the grant; an unlimited token has none", async (t) 
 t.test("JSON API: the limited token sees and calls only its device", async (t) => {
   const get = (path: string) => fetch(url + path, { headers: bearer(limitedToken) });
   const call = (deviceId: string, tool = "stat") =>
-    fetch(`${url}/api/host/calls`, { method: "POST", headers: { ...bearer(limitedToken), "content-type": "application/json" }, body: JSON.stringify({ deviceId, tool, input: { path: "a" } }) });
-  t.same((await readJson(await get("/api/host/devices"))).devices.map((d: { id: string }) => d.id), [alpha]);
+    fetch(`${url}/api/host/calls`, {
+      method: "POST",
+      headers: { ...bearer(limitedToken), "content-type": "application/json" },
+      body: JSON.stringify({ deviceId, tool, input: { path: "a" } }),
+    });
+  t.same(
+    (await readJson(await get("/api/host/devices"))).devices.map((d: { id: string }) => d.id),
+    [alpha],
+  );
   t.equal((await get(`/api/host/devices/${beta}`)).status, 404);
   t.equal((await get(`/api/host/devices/${alpha}`)).status, 200);
   seen.beta!.length = 0;
@@ -93,21 +103,34 @@ for (const revision of ["2026-07-28", "2025-11-25"] as Revision[]) {
   t.test(`/mcp at ${revision}: lists and calls only the granted device`, async (t) => {
     const client = await connectV2(t, url, limitedToken, revision);
     const listed = await client.callTool({ name: "list_devices", arguments: {} });
-    t.same((listed.structuredContent as { devices: { id: string }[] }).devices.map((d) => d.id), [alpha]);
+    t.same(
+      (listed.structuredContent as { devices: { id: string }[] }).devices.map((d) => d.id),
+      [alpha],
+    );
     const text = JSON.stringify((await client.listTools()).tools);
     t.ok(text.includes(alpha), "the catalog names the granted device");
     t.notOk(text.includes(beta), "and never the other");
     seen.beta!.length = 0;
     for (const reference of [beta, "beta"]) {
-      t.match(await client.callTool({ name: "stat", arguments: { device: reference, path: "a" } }), { isError: true, structuredContent: { code: "DEVICE_NOT_FOUND" } }, reference);
-      t.match(await client.callTool({ name: "write_file", arguments: { device: reference, path: "a", content: "x" } }), { isError: true, structuredContent: { code: "DEVICE_NOT_FOUND" } });
+      t.match(
+        await client.callTool({ name: "stat", arguments: { device: reference, path: "a" } }),
+        { isError: true, structuredContent: { code: "DEVICE_NOT_FOUND" } },
+        reference,
+      );
+      t.match(await client.callTool({ name: "write_file", arguments: { device: reference, path: "a", content: "x" } }), {
+        isError: true,
+        structuredContent: { code: "DEVICE_NOT_FOUND" },
+      });
     }
     t.same(seen.beta, [], "the other device never saw a call");
     t.notOk((await client.callTool({ name: "stat", arguments: { device: alpha, path: "a" } })).isError);
     const pending = (await readJson(await owner.get("/api/host/proposals"))).proposals as { id: string; deviceId: string }[];
     const onBeta = pending.find((p) => p.deviceId === beta);
     t.ok(onBeta, "the owner has a proposal on the other device");
-    t.match(await client.callTool({ name: "proposal_status", arguments: { proposalId: onBeta!.id } }), { isError: true, structuredContent: { code: "PROPOSAL_NOT_FOUND" } });
+    t.match(await client.callTool({ name: "proposal_status", arguments: { proposalId: onBeta!.id } }), {
+      isError: true,
+      structuredContent: { code: "PROPOSAL_NOT_FOUND" },
+    });
   });
 }
 
@@ -147,9 +170,17 @@ t.test("a removed device leaves a token limited to it with no device, never all 
   t.equal((await owner.delete(`/api/host/devices/${beta}`)).status, 204);
   t.same((await readJson(await fetch(`${url}/api/host/devices`, { headers: bearer(onlyBeta.token) }))).devices, []);
   const client = await connectV2(t, url, onlyBeta.token, "2026-07-28");
-  t.same((await client.listTools()).tools.map((tool) => tool.name), ["list_devices", "proposal_status"], "no device tool is listed");
+  t.same(
+    (await client.listTools()).tools.map((tool) => tool.name),
+    ["list_devices", "proposal_status"],
+    "no device tool is listed",
+  );
   t.match(await client.callTool({ name: "stat", arguments: { device: alpha, path: "a" } }), { isError: true, structuredContent: { code: "DEVICE_NOT_FOUND" } });
-  const call = await fetch(`${url}/api/host/calls`, { method: "POST", headers: { ...bearer(onlyBeta.token), "content-type": "application/json" }, body: JSON.stringify({ deviceId: alpha, tool: "stat", input: {} }) });
+  const call = await fetch(`${url}/api/host/calls`, {
+    method: "POST",
+    headers: { ...bearer(onlyBeta.token), "content-type": "application/json" },
+    body: JSON.stringify({ deviceId: alpha, tool: "stat", input: {} }),
+  });
   t.equal(call.status, 404);
   // The removed device can no longer be chosen.
   t.match(await readJson(await mint({ grants: { devices: [beta] } })), { code: "UNKNOWN_DEVICE" });
@@ -158,13 +189,31 @@ t.test("a removed device leaves a token limited to it with no device, never all 
 t.test("the settings form offers the devices and makes a limited token", async (t) => {
   const page = await (await owner.get("/settings/tokens")).text();
   t.match(page, `name="grants.devices" value="${alpha}"`);
-  const response = await owner.request("POST", "/settings/tokens", { body: new URLSearchParams([["name", "from form"], ["expiresInDays", "30"], ["scopes", "host:call"], ["grants.devices", alpha]]).toString(), headers: { "content-type": "application/x-www-form-urlencoded" } });
+  const response = await owner.request("POST", "/settings/tokens", {
+    body: new URLSearchParams([
+      ["name", "from form"],
+      ["expiresInDays", "30"],
+      ["scopes", "host:call"],
+      ["grants.devices", alpha],
+    ]).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
   t.equal(response.status, 200);
   const html = await response.text();
   const token = /id="new-token"[^>]*value="(sk_[^"]+)"/.exec(html)?.[1];
   t.ok(token, "the new token is shown");
-  t.same((await readJson(await fetch(`${url}/api/host/devices`, { headers: bearer(token!) }))).devices.map((d: { id: string }) => d.id), [alpha]);
-  const refused = await owner.request("POST", "/settings/tokens", { body: new URLSearchParams([["name", "bad"], ["expiresInDays", "30"], ["grants.devices", theirs]]).toString(), headers: { "content-type": "application/x-www-form-urlencoded" } });
+  t.same(
+    (await readJson(await fetch(`${url}/api/host/devices`, { headers: bearer(token!) }))).devices.map((d: { id: string }) => d.id),
+    [alpha],
+  );
+  const refused = await owner.request("POST", "/settings/tokens", {
+    body: new URLSearchParams([
+      ["name", "bad"],
+      ["expiresInDays", "30"],
+      ["grants.devices", theirs],
+    ]).toString(),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
   t.equal(refused.status, 400);
   t.match(await refused.text(), "You have no device with the id");
 });
@@ -173,7 +222,10 @@ t.test("OAuth: the consent page offers the devices, and a client allowed one rea
   const client = await authoriseClient(url, owner, "Limited agent", { devices: alpha });
   const mcp = await connectV2(t, url, client.accessToken, "2026-07-28");
   const listed = await mcp.callTool({ name: "list_devices", arguments: {} });
-  t.same((listed.structuredContent as { devices: { id: string }[] }).devices.map((d) => d.id), [alpha]);
+  t.same(
+    (listed.structuredContent as { devices: { id: string }[] }).devices.map((d) => d.id),
+    [alpha],
+  );
   t.notOk((await mcp.callTool({ name: "stat", arguments: { device: alpha, path: "a" } })).isError);
   const settings = await (await owner.get("/settings/mcp", { accept: "text/html" })).text();
   t.match(settings, /Limited agent[\s\S]*?<dd class="grant-devices">alpha<\/dd>/, "the MCP settings page says which devices the client may use");
@@ -191,7 +243,13 @@ t.test("the consent page lists the owner's devices to choose from", async (t) =>
     await fetch(`${url}/api/auth/oauth2/register`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Looker", redirect_uris: ["http://127.0.0.1:9/callback"], token_endpoint_auth_method: "none", grant_types: ["authorization_code"], response_types: ["code"] }),
+      body: JSON.stringify({
+        client_name: "Looker",
+        redirect_uris: ["http://127.0.0.1:9/callback"],
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+      }),
     }),
   );
   const query = new URLSearchParams({

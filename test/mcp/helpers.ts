@@ -34,7 +34,13 @@ export async function mcpWorld(t: Test, executable: string, deviceName = "mcp-bo
   const app = await startHostServer(t);
   const owner = await signedIn(app.url);
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-  const env = { TETHER_SERVER_URL: app.url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: deviceName };
+  const env = {
+    TETHER_SERVER_URL: app.url,
+    TETHER_PAIRING_CODE: code,
+    TETHER_ROOTS: "project",
+    TETHER_CONFIG_DIR: path.join(work, "config"),
+    TETHER_DEVICE_NAME: deviceName,
+  };
   const host = startHost(executable, env, work);
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");

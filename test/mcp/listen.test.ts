@@ -49,12 +49,16 @@ t.test("listen streams count against the per-credential stream cap, and a revoke
 
   // A closed stream gives its place back.
   await a.close();
-  await eventually(async () => {
-    const again = await rawModern(url, capped, "subscriptions/listen", { notifications: { toolsListChanged: true } });
-    const admitted = again.status === 200;
-    await again.body?.cancel();
-    return admitted;
-  }, 10_000, "the freed place to admit a new listen stream");
+  await eventually(
+    async () => {
+      const again = await rawModern(url, capped, "subscriptions/listen", { notifications: { toolsListChanged: true } });
+      const admitted = again.status === 200;
+      await again.body?.cancel();
+      return admitted;
+    },
+    10_000,
+    "the freed place to admit a new listen stream",
+  );
 
   const tokens = (await (await owner.get("/api/tokens")).json()) as { tokens: { id: string; name: string }[] };
   const id = tokens.tokens.find((entry) => entry.name === "capped")!.id;

@@ -21,7 +21,8 @@ t.test("tools: Tether's own, then each device tool with a device argument and an
   t.ok(byName.has("list_devices") && byName.has("proposal_status"));
   t.match(byName.get("read_file"), { annotations: { readOnlyHint: true, openWorldHint: false }, inputSchema: { required: ["device", "path"] } });
   t.match(byName.get("read_file")!.inputSchema.properties!.device, { description: new RegExp(`Devices with this tool: ${device.id} \\(online\\)$`) });
-  for (const name of ["write_file", "delete", "move"]) t.match(byName.get(name)?.annotations, { readOnlyHint: false, destructiveHint: true, openWorldHint: false }, name);
+  for (const name of ["write_file", "delete", "move"])
+    t.match(byName.get(name)?.annotations, { readOnlyHint: false, destructiveHint: true, openWorldHint: false }, name);
   t.match(byName.get("edit_file")?.annotations, { readOnlyHint: false, destructiveHint: false });
   t.notOk(byName.has("open_path"), "action tools are off by default");
   t.notOk(byName.has("reveal_in_os"));
@@ -88,7 +89,10 @@ t.test("every MCP call is audited with the token that made it", async (t) => {
   t.ok(rows.length >= 8, `${rows.length} audited MCP calls`);
   t.ok(rows.every((row) => row.credential === `token:${tokens[0]!.id}`));
   t.ok(rows.some((row) => row.tool === "list_devices") && rows.some((row) => row.event === "propose" && row.tool === "write_file"));
-  t.ok(rows.some((row) => row.error_code === "DEVICE_NOT_FOUND"), "refusals too");
+  t.ok(
+    rows.some((row) => row.error_code === "DEVICE_NOT_FOUND"),
+    "refusals too",
+  );
 });
 
 t.test("without a token: 401, WWW-Authenticate names the resource metadata", async (t) => {
@@ -132,7 +136,10 @@ t.test("another user's token sees nothing of the owner's devices", async (t) => 
   const stranger = await signedIn(url);
   const theirs = await connectClient(t, url, await mintToken(stranger, { scopes: ["host:call"] }));
   t.match((await theirs.callTool({ name: "list_devices", arguments: {} })).structuredContent, { devices: [] });
-  t.same((await theirs.listTools()).tools.map((tool) => tool.name), ["list_devices", "proposal_status"]);
+  t.same(
+    (await theirs.listTools()).tools.map((tool) => tool.name),
+    ["list_devices", "proposal_status"],
+  );
   const probe = await theirs.callTool({ name: "read_file", arguments: { device: device.id, path: "README.md" } });
   t.match(probe, { isError: true, structuredContent: { code: "DEVICE_NOT_FOUND" } });
 });

@@ -35,7 +35,12 @@ async function assertCutOff(t: Test, client: OAuthClientTokens, what: string) {
 async function resetToken(email: string): Promise<string> {
   const requested = await new TestClient(url).post("/api/auth/request-password-reset", { email, redirectTo: "/reset-password" });
   if (requested.status !== 200) throw new Error(`request-password-reset: ${requested.status}`);
-  const row = await app.tetherDb.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
+  const row = await app.tetherDb
+    .selectFrom("verification")
+    .select("identifier")
+    .where("identifier", "like", "reset-password:%")
+    .orderBy("createdAt", "desc")
+    .executeTakeFirstOrThrow();
   return row.identifier.slice("reset-password:".length);
 }
 
@@ -84,7 +89,11 @@ t.test("a password reset (JSON API) ends every grant: access token refused at on
   t.equal((await owner2.signIn(owner.email, "the owner's new password")).status, 200);
   const events = await activityOf(owner2);
   const revoked = events.find((e) => e.event === "oauth.revoke");
-  t.match(revoked, { actor: "visitor", detail: { client: "Intruder Agent 7", clientId: intruder.clientId, reason: "password-reset" } }, "the revocation names the client");
+  t.match(
+    revoked,
+    { actor: "visitor", detail: { client: "Intruder Agent 7", clientId: intruder.clientId, reason: "password-reset" } },
+    "the revocation names the client",
+  );
 });
 
 t.test("signing out everywhere ends access and refresh tokens alike; the consent stays", async (t) => {
@@ -94,7 +103,11 @@ t.test("signing out everywhere ends access and refresh tokens alike; the consent
   const signedOut = await owner.client.request("POST", "/settings/sessions/revoke-others", { headers: { accept: "text/html" } });
   t.equal(signedOut.status, 303);
   await assertCutOff(t, viaPage, "sign out all other sessions (the sessions page)");
-  t.same((await grantsOf(owner.id)).map((grant) => grant.name), ["Agent Of Yesterday"], "the consent stays: one sign-in gets new tokens");
+  t.same(
+    (await grantsOf(owner.id)).map((grant) => grant.name),
+    ["Agent Of Yesterday"],
+    "the consent stays: one sign-in gets new tokens",
+  );
 
   const viaApi = await intrudersClient(owner.email, PASSWORD, "Agent Two");
   t.ok(await works(viaApi));
@@ -129,7 +142,9 @@ t.test("signing out one session: that session's access tokens end (the provider'
 t.test("consents given and revoked are in the activity log, with the client's name", async (t) => {
   const owner = await newUser(url, "consents");
   const byButton = await authoriseClient(url, owner.client, "Button Agent");
-  const revoke = await owner.client.request("POST", `/settings/mcp/grants/${encodeURIComponent(byButton.clientId)}/revoke`, { headers: { accept: "text/html" } });
+  const revoke = await owner.client.request("POST", `/settings/mcp/grants/${encodeURIComponent(byButton.clientId)}/revoke`, {
+    headers: { accept: "text/html" },
+  });
   t.equal(revoke.status, 303);
   t.equal((await callMcp(url, byButton.accessToken)).status, 401);
 

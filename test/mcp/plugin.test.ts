@@ -78,7 +78,10 @@ t.test("alone, with its dependencies: token auth, device tools, the action switc
   await store.setAllowActions(database.db, userId, true);
   const allowed = await connect();
   const tools = (await allowed.listTools()).tools;
-  t.match(tools.find((tool) => tool.name === "open_path"), { annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } });
+  t.match(
+    tools.find((tool) => tool.name === "open_path"),
+    { annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false } },
+  );
   const opened = await allowed.callTool({ name: "open_path", arguments: { device: "scripted", path: "notes.txt" } });
   t.notOk(opened.isError);
   t.match(textOf(opened), /"opened": "notes.txt"/);

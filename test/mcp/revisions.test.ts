@@ -117,7 +117,11 @@ t.test("every tool has an output schema and its structured result matches it; an
     const tools = new Map((await client.listTools()).tools.map((tool) => [tool.name, tool]));
     for (const tool of tools.values()) t.equal(tool.outputSchema?.type, "object", `${tool.name} has an output schema`);
     t.match(tools.get("stat")!.annotations, { readOnlyHint: true, idempotentHint: true, openWorldHint: false });
-    t.match(tools.get("write_file")!.annotations, { readOnlyHint: false, destructiveHint: true, idempotentHint: true }, "write_file's own definition: idempotent");
+    t.match(
+      tools.get("write_file")!.annotations,
+      { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+      "write_file's own definition: idempotent",
+    );
 
     const matches = (name: string, value: unknown) => {
       const check = validator.getValidator(tools.get(name)!.outputSchema as never)(value);

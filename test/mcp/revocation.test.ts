@@ -23,7 +23,13 @@ async function clientWithTokens(): Promise<{ client: oauth.Client; tokens: oauth
     await fetch(as.registration_endpoint!, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Strict client", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none", grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] }),
+      body: JSON.stringify({
+        client_name: "Strict client",
+        redirect_uris: [REDIRECT],
+        token_endpoint_auth_method: "none",
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+      }),
     }),
   );
   const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: "none" };
@@ -44,12 +50,17 @@ async function clientWithTokens(): Promise<{ client: oauth.Client; tokens: oauth
   const decided = await owner.client.request("POST", "/oauth/consent", { form: { decision: "allow", oauth_query: String(consent.url).split("?")[1]! } });
   const callback = new URL(decided.headers.get("location")!);
   const parameters = oauth.validateAuthResponse(as, client, callback, "s");
-  const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), parameters, REDIRECT, verifier, { ...insecure, additionalParameters: { resource: `${url}/mcp` } });
+  const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), parameters, REDIRECT, verifier, {
+    ...insecure,
+    additionalParameters: { resource: `${url}/mcp` },
+  });
   return { client, tokens: await oauth.processAuthorizationCodeResponse(as, client, response) };
 }
 
 const revoke = async (client: oauth.Client, token: string, hint?: string) =>
-  oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), token, { ...insecure, ...(hint ? { additionalParameters: { token_type_hint: hint } } : {}) }));
+  oauth.processRevocationResponse(
+    await oauth.revocationRequest(as, client, oauth.None(), token, { ...insecure, ...(hint ? { additionalParameters: { token_type_hint: hint } } : {}) }),
+  );
 
 t.test("the metadata names the revocation endpoint", async (t) => {
   t.equal(as.revocation_endpoint, `${url}/api/auth/oauth2/revoke`);
@@ -57,7 +68,12 @@ t.test("the metadata names the revocation endpoint", async (t) => {
 
 t.test("revoking live, unknown, already revoked and expired tokens all succeed for oauth4webapi", async (t) => {
   const { client, tokens } = await clientWithTokens();
-  const mcp = (token: string) => fetch(`${url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }) });
+  const mcp = (token: string) =>
+    fetch(`${url}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
   t.equal((await mcp(tokens.access_token)).status, 200, "the access token works");
 
   const live = await oauth.revocationRequest(as, client, oauth.None(), tokens.access_token, insecure);
@@ -73,11 +89,18 @@ t.test("revoking live, unknown, already revoked and expired tokens all succeed f
     await t.resolves(revoke(client, "an-unknown-token-" + "x".repeat(20), hint), `an unknown token (hint ${hint})`);
   }
   const unknown = await oauth.revocationRequest(as, client, oauth.None(), "an-unknown-token", insecure);
-  t.same({ status: unknown.status, type: unknown.headers.get("content-type"), body: await unknown.text() }, liveAnswer, "an unknown token's answer is the live token's, byte for byte");
+  t.same(
+    { status: unknown.status, type: unknown.headers.get("content-type"), body: await unknown.text() },
+    liveAnswer,
+    "an unknown token's answer is the live token's, byte for byte",
+  );
   await t.resolves(revoke(client, await mintToken(owner.client, { name: "not oauth" })), "an API token is not this server's OAuth token: 200 all the same");
 
   const expired = await clientWithTokens();
-  await database.db.updateTable("oauthAccessToken" as never).set({ expiresAt: new Date(Date.now() - 60_000) } as never).execute();
+  await database.db
+    .updateTable("oauthAccessToken" as never)
+    .set({ expiresAt: new Date(Date.now() - 60_000) } as never)
+    .execute();
   await t.resolves(revoke(expired.client, expired.tokens.access_token), "an expired access token");
 });
 
@@ -85,6 +108,10 @@ t.test("a request without a usable client is still an error the client can read"
   const unknownClient = await oauth.revocationRequest(as, { client_id: "no-such-client" }, oauth.None(), "whatever", insecure);
   t.ok(unknownClient.status === 400 || unknownClient.status === 401, `an unknown client: ${unknownClient.status}`);
   t.match(await unknownClient.json(), { error: "invalid_client" });
-  const noToken = await fetch(as.revocation_endpoint!, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "client_id=x" });
+  const noToken = await fetch(as.revocation_endpoint!, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: "client_id=x",
+  });
   t.ok(noToken.status >= 400 && noToken.status < 500, `no token: ${noToken.status}`);
 });

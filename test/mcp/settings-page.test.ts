@@ -16,7 +16,12 @@ import { format } from "../../src/web/render.js";
 function block(html: string, id: string): string {
   const raw = new RegExp(`<textarea id="${id}"[^>]*>([\\s\\S]*?)</textarea>`).exec(html)?.[1];
   if (raw === undefined) throw new Error(`no block #${id}`);
-  return raw.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  return raw
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&amp;/g, "&");
 }
 
 t.test("configuration for MCP clients, with this server's address, ready to paste", async (t) => {
@@ -26,7 +31,11 @@ t.test("configuration for MCP clients, with this server's address, ready to past
   const html = await (await owner.get("/settings/mcp")).text();
   const endpoint = `${server.url}/mcp`;
   t.same(JSON.parse(block(html, "mcp-config-http")), { mcpServers: { tether: { type: "http", url: endpoint } } }, "the HTTP transport entry");
-  t.same(JSON.parse(block(html, "mcp-config-stdio")), { mcpServers: { tether: { command: "npx", args: ["-y", "mcp-remote", endpoint] } } }, "the mcp-remote entry");
+  t.same(
+    JSON.parse(block(html, "mcp-config-stdio")),
+    { mcpServers: { tether: { command: "npx", args: ["-y", "mcp-remote", endpoint] } } },
+    "the mcp-remote entry",
+  );
   t.equal(block(html, "mcp-config-claude-code"), `claude mcp add --transport http tether ${endpoint}`);
   t.match(html, 'data-copy-target="#mcp-config-http"', "each with a copy button");
   t.same(

@@ -29,7 +29,12 @@ const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
 
 let requestId = 0;
 /** One 2026-07-28 request as the tasks extension frames it (the task id in `Mcp-Name`), to `at`. */
-async function dispatch(at: string, bearer: string, request: Record<string, any>, signal?: AbortSignal): Promise<{ kind: "result"; result: JsonValue } | { kind: "error"; error: any }> {
+async function dispatch(
+  at: string,
+  bearer: string,
+  request: Record<string, any>,
+  signal?: AbortSignal,
+): Promise<{ kind: "result"; result: JsonValue } | { kind: "error"; error: any }> {
   const params = request.params ?? {};
   const name = (request.method === "tools/call" ? params.name : params.taskId) as string | undefined;
   const response = await fetch(`${at}/mcp`, {
@@ -68,12 +73,16 @@ async function taskSession(t: Test, bearer: string, pollAt = url) {
 
 /** One raw tasks/* request from a client declaring the extension. */
 async function rawTask(bearer: string, method: string, taskId: string, at = url): Promise<any> {
-  return readJson(await rawModern(at, bearer, method, { taskId, _meta: envelope(TASKS) }, { "mcp-protocol-version": "2026-07-28", "mcp-method": method, "mcp-name": taskId }));
+  return readJson(
+    await rawModern(at, bearer, method, { taskId, _meta: envelope(TASKS) }, { "mcp-protocol-version": "2026-07-28", "mcp-method": method, "mcp-name": taskId }),
+  );
 }
 
 /** A raw task-backed `stat` of "slow": its CreateTaskResult. */
 async function slowTask(bearer: string): Promise<any> {
-  const answer = await readJson(await rawModern(url, bearer, "tools/call", { name: "stat", arguments: { device: deviceId, path: "slow" }, _meta: envelope(TASKS) }));
+  const answer = await readJson(
+    await rawModern(url, bearer, "tools/call", { name: "stat", arguments: { device: deviceId, path: "slow" }, _meta: envelope(TASKS) }),
+  );
   return answer.result;
 }
 
@@ -117,7 +126,11 @@ t.test("a mutate tool: a task that waits for the owner, who approves it while th
 });
 
 t.test("a rejected proposal completes its task with the refusal", async (t) => {
-  const created = (await readJson(await rawModern(url, token, "tools/call", { name: "write_file", arguments: { device: deviceId, path: "b.txt", content: "y" }, _meta: envelope(TASKS) }))).result;
+  const created = (
+    await readJson(
+      await rawModern(url, token, "tools/call", { name: "write_file", arguments: { device: deviceId, path: "b.txt", content: "y" }, _meta: envelope(TASKS) }),
+    )
+  ).result;
   t.equal(created.resultType, "task");
   const proposalId = decodeURIComponent(/\/devices\/proposals\/(\S+)/.exec(created.statusMessage)![1]!);
   t.equal((await owner.post("/api/host/reject", { proposalId })).status, 200);
@@ -136,7 +149,15 @@ t.test("another user's or another credential's task id is not found; a client wi
       t.match((await rawTask(bearer, method, created.taskId)).error, { code: -32602, message: /Task not found/ }, method);
     }
   }
-  const undeclared = await readJson(await rawModern(url, token, "tasks/get", { taskId: created.taskId }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get", "mcp-name": created.taskId }));
+  const undeclared = await readJson(
+    await rawModern(
+      url,
+      token,
+      "tasks/get",
+      { taskId: created.taskId },
+      { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get", "mcp-name": created.taskId },
+    ),
+  );
   t.match(undeclared.error, { code: -32021, data: { requiredCapabilities: { extensions: { "io.modelcontextprotocol/tasks": {} } } } });
   // The owner's own credential cancels it; the device's late answer does not undo that.
   t.match((await rawTask(token, "tasks/cancel", created.taskId)).result, { resultType: "complete" });
@@ -148,7 +169,11 @@ t.test("an expired task is gone", async (t) => {
   const created = await slowTask(token);
   releaseSlow();
   await eventually(async () => (await rawTask(token, "tasks/get", created.taskId)).result?.status === "completed");
-  await app.database.db.updateTable("mcp_task").set({ expires_at: new Date(Date.now() - 1000) }).where("id", "=", created.taskId).execute();
+  await app.database.db
+    .updateTable("mcp_task")
+    .set({ expires_at: new Date(Date.now() - 1000) })
+    .where("id", "=", created.taskId)
+    .execute();
   t.match((await rawTask(token, "tasks/get", created.taskId)).error, { code: -32602, message: /expired/ });
   // A later task's creation purges the expired row.
   const next = await slowTask(token);
@@ -168,7 +193,11 @@ t.test("a client that does not declare tasks gets today's answers", async (t) =>
 t.test("a call whose replica stopped before it finished: the task has failed, past its deadline", async (t) => {
   const created = await slowTask(token);
   // As if the replica running it had died: its deadline passes with the row still working.
-  await app.database.db.updateTable("mcp_task").set({ run_deadline: new Date(Date.now() - 1000) }).where("id", "=", created.taskId).execute();
+  await app.database.db
+    .updateTable("mcp_task")
+    .set({ run_deadline: new Date(Date.now() - 1000) })
+    .where("id", "=", created.taskId)
+    .execute();
   t.match((await rawTask(token, "tasks/get", created.taskId)).result, { status: "failed", error: { code: -32603 }, statusMessage: /call the tool again/ });
   releaseSlow();
 });
@@ -177,7 +206,15 @@ t.test("bad task requests are JSON-RPC errors, never a 500", async (t) => {
   const missing = await rawModern(url, token, "tasks/get", { _meta: envelope(TASKS) }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get" });
   t.ok(missing.status < 500, `no taskId: ${missing.status}`);
   t.match((await readJson(missing)).error, { code: -32602 });
-  const numeric = await readJson(await rawModern(url, token, "tasks/get", { taskId: 42, _meta: envelope(TASKS) }, { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get", "mcp-name": "42" }));
+  const numeric = await readJson(
+    await rawModern(
+      url,
+      token,
+      "tasks/get",
+      { taskId: 42, _meta: envelope(TASKS) },
+      { "mcp-protocol-version": "2026-07-28", "mcp-method": "tasks/get", "mcp-name": "42" },
+    ),
+  );
   t.match(numeric.error, { code: -32602 });
   const long = "x".repeat(5000);
   t.match((await rawTask(token, "tasks/get", long)).error, { code: -32602, message: /Task not found/ });

@@ -36,7 +36,13 @@ export function envelope(capabilities: Record<string, unknown> = {}): Record<str
 }
 
 /** POSTs one hand-written 2026-07-28 request (with the standard headers unless `headers` replaces them; `params._meta` replaces the default envelope). */
-export async function rawModern(url: string, token: string, method: string, params: Record<string, unknown>, headers?: Record<string, string>): Promise<Response> {
+export async function rawModern(
+  url: string,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+  headers?: Record<string, string>,
+): Promise<Response> {
   const name: Record<string, string> = typeof params.name === "string" ? { "mcp-name": params.name } : {};
   return fetch(`${url}/mcp`, {
     method: "POST",
@@ -61,6 +67,11 @@ export async function rawModern(url: string, token: string, method: string, para
 
 /** One raw 2026-07-28 `tools/call` of write_file from a client that declares URL-mode elicitation; its JSON-RPC answer. */
 export async function rawWriteFileCall(url: string, bearer: string, args: Record<string, unknown>, params: Record<string, unknown> = {}): Promise<any> {
-  const response = await rawModern(url, bearer, "tools/call", { name: "write_file", arguments: args, ...params, _meta: envelope({ elicitation: { url: {} } }) });
+  const response = await rawModern(url, bearer, "tools/call", {
+    name: "write_file",
+    arguments: args,
+    ...params,
+    _meta: envelope({ elicitation: { url: {} } }),
+  });
   return response.json();
 }

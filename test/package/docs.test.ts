@@ -9,7 +9,13 @@ import path from "node:path";
 import t from "tap";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const documents = ["README.md", "CHANGELOG.md", ...readdirSync(path.join(ROOT, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`)];
+const documents = [
+  "README.md",
+  "CHANGELOG.md",
+  ...readdirSync(path.join(ROOT, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`),
+];
 const read = (file: string) => readFileSync(path.join(ROOT, file), "utf8");
 
 /** Markdown outside fenced code blocks (links and headings in code are not links and headings). */
@@ -91,7 +97,11 @@ t.test("the configuration reference names exactly the variables the server reads
   const reference = guide.slice(guide.indexOf("## Configuration reference"), guide.indexOf("\n## ", guide.indexOf("## Configuration reference") + 5));
   const documented = new Set([...reference.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((match) => match[1]!));
   const source = read("src/config/env.ts");
-  const read_ = new Set([...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|env\[["']([A-Z][A-Z0-9_]+)["']\]|["']([A-Z][A-Z0-9_]{2,})["']/g)].map((match) => match[1] ?? match[2] ?? match[3]!));
+  const read_ = new Set(
+    [...source.matchAll(/env\.([A-Z][A-Z0-9_]+)|env\[["']([A-Z][A-Z0-9_]+)["']\]|["']([A-Z][A-Z0-9_]{2,})["']/g)].map(
+      (match) => match[1] ?? match[2] ?? match[3]!,
+    ),
+  );
   const variables = [...read_].filter((name) => source.includes(`env.${name}`) || source.includes(`"${name}"`));
   t.ok(variables.length >= 20, `src/config/env.ts reads ${variables.length} variables`);
   t.same(variables.filter((name) => !documented.has(name)).sort(), [], "every variable the server reads is documented");

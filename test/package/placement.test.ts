@@ -41,7 +41,8 @@ t.test("every scope name comes from the one table", async (t) => {
     const text = readFileSync(path.join(ROOT, file), "utf8");
     for (const [index, line] of text.split("\n").entries()) {
       const code = line.replace(/\/\/.*$|^\s*\*.*$/, "");
-      if (/requiredScope:\s*["'`]|tokenAllows\([^)]*,\s*["'`]|["'`](host:call|offline_access)["'`]/.test(code)) offending.push(`${file}:${index + 1}: ${line.trim()}`);
+      if (/requiredScope:\s*["'`]|tokenAllows\([^)]*,\s*["'`]|["'`](host:call|offline_access)["'`]/.test(code))
+        offending.push(`${file}:${index + 1}: ${line.trim()}`);
     }
   }
   t.same(offending, [], "no scope is written as a string literal outside src/plugins/session/scopes.ts");

@@ -78,7 +78,11 @@ t.test("sign in with a wrong password: the form again, the message announced, th
   const client = browserClient(url);
   const response = await client.request("POST", "/login", { form: { email, password: "wrong password" } });
   t.equal(response.status, 401);
-  t.same(response.headers.getSetCookie().filter((c) => c.includes("session_token=") && !/max-age=0/i.test(c)), [], "no session cookie");
+  t.same(
+    response.headers.getSetCookie().filter((c) => c.includes("session_token=") && !/max-age=0/i.test(c)),
+    [],
+    "no session cookie",
+  );
   const html = await response.text();
   t.match(html, /<div class="alert alert-error" role="alert" id="form-error">Invalid email or password<\/div>/);
   t.match(html, new RegExp(`<input id="email" name="email" type="email" value="${email.replace(/[.+]/g, "\\$&")}"`));
@@ -121,14 +125,44 @@ t.test("missing fields are asked for on the form (400), never a 500", async (t) 
 t.test("malformed form input gets a rendered 4xx page with its message, never a 500", async (t) => {
   const client = browserClient(url);
   const cases: Array<{ what: string; path: string; init: Parameters<TestClient["request"]>[2]; status: number; says: RegExp }> = [
-    { what: "a huge value", path: "/login", init: { form: { email: "a".repeat(10_000), password: "x" } }, status: 400, says: /"email" must NOT have more than 254 characters/ },
-    { what: "a repeated field (an array)", path: "/login", init: { body: "email=a%40b.c&email=d%40e.f&password=x", headers: { "content-type": "application/x-www-form-urlencoded" } }, status: 400, says: /"email" must be string/ },
-    { what: "a number instead of text", path: "/signup", init: { json: { name: 5, email: "a@b.c", password: PASSWORD } }, status: 400, says: /"name" must be string/ },
+    {
+      what: "a huge value",
+      path: "/login",
+      init: { form: { email: "a".repeat(10_000), password: "x" } },
+      status: 400,
+      says: /"email" must NOT have more than 254 characters/,
+    },
+    {
+      what: "a repeated field (an array)",
+      path: "/login",
+      init: { body: "email=a%40b.c&email=d%40e.f&password=x", headers: { "content-type": "application/x-www-form-urlencoded" } },
+      status: 400,
+      says: /"email" must be string/,
+    },
+    {
+      what: "a number instead of text",
+      path: "/signup",
+      init: { json: { name: 5, email: "a@b.c", password: PASSWORD } },
+      status: 400,
+      says: /"name" must be string/,
+    },
     { what: "not an object", path: "/login", init: { json: ["email"] }, status: 400, says: /must be object/ },
     { what: "plain text", path: "/login", init: { body: "email", headers: { "content-type": "text/plain" } }, status: 400, says: /body must be object/ },
-    { what: "an unsupported body type", path: "/login", init: { body: "<email/>", headers: { "content-type": "application/xml" } }, status: 415, says: /Unsupported Media Type/i },
+    {
+      what: "an unsupported body type",
+      path: "/login",
+      init: { body: "<email/>", headers: { "content-type": "application/xml" } },
+      status: 415,
+      says: /Unsupported Media Type/i,
+    },
     { what: "a body over the limit", path: "/login", init: { form: { email: "x".repeat(1_100_000) } }, status: 413, says: /too large/i },
-    { what: "a huge password", path: "/reset-password", init: { form: { token: "t", newPassword: "p".repeat(5000) } }, status: 400, says: /"newPassword" must NOT have more than 128/ },
+    {
+      what: "a huge password",
+      path: "/reset-password",
+      init: { form: { token: "t", newPassword: "p".repeat(5000) } },
+      status: 400,
+      says: /"newPassword" must NOT have more than 128/,
+    },
   ];
   for (const c of cases) {
     const response = await client.request("POST", c.path, c.init);
@@ -205,7 +239,11 @@ t.test("a cross-origin form post is refused with a clear 403 page, in one place,
   t.match(html, `href="${url}/home"`, "as a link");
 
   const byReferer = browserClient(url, { origin: null, headers: { referer: "https://evil.example/page" } });
-  t.equal((await byReferer.request("POST", "/signup", { form: { name: "x", email: uniqueEmail(), password: PASSWORD } })).status, 403, "Referer when there is no Origin");
+  t.equal(
+    (await byReferer.request("POST", "/signup", { form: { name: "x", email: uniqueEmail(), password: PASSWORD } })).status,
+    403,
+    "Referer when there is no Origin",
+  );
   const ownReferer = browserClient(url, { origin: null, headers: { referer: `${url}/login` } });
   t.equal((await ownReferer.request("POST", "/login", { form: { email, password: PASSWORD } })).status, 303, "our own Referer passes");
 
@@ -288,7 +326,10 @@ t.test("error pages for browsers, JSON for /api/* and for clients that do not as
   t.equal(api.status, 404);
   t.match(api.headers.get("content-type"), /application\/json/);
 
-  t.match(describeErrorPage({ statusCode: 429, code: "TOO_MANY", message: "x" }, { retryAfterSeconds: 42 }), { heading: "Too many attempts", message: "Wait 42 seconds, then try again." });
+  t.match(describeErrorPage({ statusCode: 429, code: "TOO_MANY", message: "x" }, { retryAfterSeconds: 42 }), {
+    heading: "Too many attempts",
+    message: "Wait 42 seconds, then try again.",
+  });
   t.match(describeErrorPage({ statusCode: 500, code: "INTERNAL", message: "secret detail" }), { heading: "Something went wrong" });
   t.notMatch(describeErrorPage({ statusCode: 500, code: "INTERNAL", message: "secret detail" }).message, /secret/);
   t.match(describeErrorPage({ statusCode: 400, code: "BAD", message: "the message" }), { message: "the message" });

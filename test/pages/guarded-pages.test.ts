@@ -165,7 +165,10 @@ t.test("API tokens: revoke, with a confirmation page for browsers without JavaSc
   const html = await (await client.request("POST", "/settings/tokens", { form: { name: "to revoke", expiresInDays: "30" } })).text();
   const token = /value="(sk_[^"]+)"/.exec(html)![1]!;
   const id = /action="\/settings\/tokens\/([^/"]+)\/revoke"/.exec(html)![1]!;
-  t.match(html, new RegExp(`<form method="get" action="/settings/tokens/${id}/revoke" hx-post="/settings/tokens/${id}/revoke" hx-confirm="Revoke “to revoke”\\?`));
+  t.match(
+    html,
+    new RegExp(`<form method="get" action="/settings/tokens/${id}/revoke" hx-post="/settings/tokens/${id}/revoke" hx-confirm="Revoke “to revoke”\\?`),
+  );
 
   const confirm = await client.get(`/settings/tokens/${id}/revoke`);
   t.equal(confirm.status, 200);

@@ -57,7 +57,11 @@ t.test("devices online and offline, the changes waiting with a link, recent acti
   t.match(proposals, /<tr data-event="propose">/);
   t.notMatch(proposals, /IP address|Browser<\/th>|<td[^>]*>—<\/td>/, "a page of device events alone has no address or browser columns");
   t.match(body, /<a href="\/home" aria-current="page">Home<\/a>/);
-  t.match(body, /<a href="\/devices">Devices <span class="badge badge-accent nav-count"[^>]*>2<span class="visually-hidden"> changes waiting for approval<\/span><\/span><\/a>/, "the navigation shows the count");
+  t.match(
+    body,
+    /<a href="\/devices">Devices <span class="badge badge-accent nav-count"[^>]*>2<span class="visually-hidden"> changes waiting for approval<\/span><\/span><\/a>/,
+    "the navigation shows the count",
+  );
 
   const tokens = await (await owner.get("/settings/tokens", html)).text();
   t.match(tokens, /nav-count[^>]*>2</, "on every signed-in page");

@@ -34,7 +34,12 @@ t.test("password reset: request a link, follow it, choose a new password, sign i
   t.equal(invalid.status, 400);
   t.match(await invalid.text(), /role="alert"/);
 
-  const row = await app.tetherDb.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
+  const row = await app.tetherDb
+    .selectFrom("verification")
+    .select("identifier")
+    .where("identifier", "like", "reset-password:%")
+    .orderBy("createdAt", "desc")
+    .executeTakeFirstOrThrow();
   const token = row.identifier.slice("reset-password:".length);
   // The link sendResetPassword delivers: better-auth checks the token and redirects to our form.
   const link = await client.get(`/api/auth/reset-password/${token}?callbackURL=${encodeURIComponent(`${url}/reset-password`)}`);

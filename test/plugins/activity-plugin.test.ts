@@ -7,7 +7,9 @@ import { bareFastify, fileDatabase, refusesWithout, signedUp } from "./bare.js";
 
 const writerOnFileDatabase = async () => createActivityWriter(createAuditWriter((await fileDatabase()).db));
 
-t.test("it declares the session plugin its API reads the caller from", async (t) => refusesWithout(t, activityPlugin, "tether-session", { writer: await writerOnFileDatabase() }));
+t.test("it declares the session plugin its API reads the caller from", async (t) =>
+  refusesWithout(t, activityPlugin, "tether-session", { writer: await writerOnFileDatabase() }),
+);
 
 t.test("activityPlugin alone: fastify.tetherActivity records, and the API shows each user their own", async (t) => {
   const bare = await bareFastify(t, ["tether-db", "tether-session", "tether-errors"]);
@@ -20,8 +22,15 @@ t.test("activityPlugin alone: fastify.tetherActivity records, and the API shows 
   app.tetherActivity.record({ userId: bob.userId, event: "token.create", actor: "session", outcome: "ok", detail: { name: "ci" } });
   await app.tetherActivity.flush();
 
-  const own = (await (await alice.get("/api/activity")).json()) as { entries: Array<{ event: string; label: string; user: { id: string } }>; nextCursor: string | null };
-  t.same(own.entries.map((entry) => entry.event), ["password.change"], "alice sees her event, not bob's");
+  const own = (await (await alice.get("/api/activity")).json()) as {
+    entries: Array<{ event: string; label: string; user: { id: string } }>;
+    nextCursor: string | null;
+  };
+  t.same(
+    own.entries.map((entry) => entry.event),
+    ["password.change"],
+    "alice sees her event, not bob's",
+  );
   t.match(own.entries[0], { label: "Password changed", user: { id: alice.userId } });
 
   const bad = await alice.get("/api/activity?limit=lots");

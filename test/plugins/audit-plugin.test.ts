@@ -6,7 +6,15 @@ t.test("it declares the database it writes to", (t) => refusesWithout(t, auditPl
 
 t.test("auditPlugin alone: rows are queued, written in a batch, and none is lost at close", async (t) => {
   const { app, db } = await alone(t, auditPlugin, { flushIntervalMs: 60_000 });
-  const count = async () => Number((await db.selectFrom("activity_event").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+  const count = async () =>
+    Number(
+      (
+        await db
+          .selectFrom("activity_event")
+          .select((eb) => eb.fn.countAll().as("n"))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const before = await count();
   app.tetherAudit.write({ event: "test.first", actor: "test", outcome: "ok" });
   await app.tetherAudit.flush();

@@ -64,7 +64,10 @@ const PROVIDERS: Record<Dependency, { plugin: AnyPlugin; options?: (context: Con
   "tether-origin-guard": { plugin: originGuardPlugin, options: ({ url }) => ({ trustedOrigins: [url] }) },
   "tether-auth": { plugin: authPlugin, options: ({ auth }) => ({ auth }) },
   "tether-session": { plugin: sessionPlugin },
-  "tether-activity": { plugin: activityPlugin, options: ({ db }, app) => ({ writer: createActivityWriter(createAuditWriter(db, { onError: (error) => app.log.error(error) })) }) },
+  "tether-activity": {
+    plugin: activityPlugin,
+    options: ({ db }, app) => ({ writer: createActivityWriter(createAuditWriter(db, { onError: (error) => app.log.error(error) })) }),
+  },
   "tether-streams": { plugin: streamLimitsPlugin },
   "tether-host": { plugin: hostPlugin },
   "tether-page-assets": { plugin: assetsPlugin },
@@ -180,7 +183,11 @@ export async function refusesWithout(t: Test, plugin: AnyPlugin, missing: Depend
     () => "loaded",
     (error: Error) => error,
   );
-  t.match(outcome, { code: "FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED", message: `The dependency '${missing}' of plugin '${pluginName(plugin)}' is not registered` }, `refuses to load without ${missing}`);
+  t.match(
+    outcome,
+    { code: "FST_ERR_PLUGIN_DEPENDENCY_NOT_REGISTERED", message: `The dependency '${missing}' of plugin '${pluginName(plugin)}' is not registered` },
+    `refuses to load without ${missing}`,
+  );
 }
 
 /** A new user signed up through the bare app's own auth API: a browser-like client holding the cookie. */

@@ -7,7 +7,10 @@ t.test("dbPlugin alone: fastify.tetherDb is the app's Kysely instance, borrowed 
   const { db } = await fileDatabase();
   const { app, url } = await alone(t, dbPlugin, { db }, (app) => {
     app.get("/users", async () => {
-      const row = await app.tetherDb.selectFrom("user").select((eb) => eb.fn.countAll().as("count")).executeTakeFirstOrThrow();
+      const row = await app.tetherDb
+        .selectFrom("user")
+        .select((eb) => eb.fn.countAll().as("count"))
+        .executeTakeFirstOrThrow();
       return { count: Number(row.count) };
     });
   });

@@ -4,7 +4,9 @@ import { deviceApprovalPage } from "../../src/web/routes/device-approval-page.js
 import { readJson } from "../helpers/client.js";
 import { aloneBehindGuard, refusesWithout, showsPage, signedUp } from "./bare.js";
 
-const withDeviceGrant = { authPlugins: (url: string, db: Parameters<typeof hostDeviceAuthorization>[0]["db"]) => hostDeviceAuthorization({ db, verificationUri: `${url}/device` }) };
+const withDeviceGrant = {
+  authPlugins: (url: string, db: Parameters<typeof hostDeviceAuthorization>[0]["db"]) => hostDeviceAuthorization({ db, verificationUri: `${url}/device` }),
+};
 
 t.test("it declares the renderer it draws the page with", (t) => refusesWithout(t, deviceApprovalPage(), "tether-page-render"));
 

@@ -19,7 +19,12 @@ t.test("hostPlugin alone: pair a device, see it online, call one of its tools", 
   t.equal(called.status, 200);
   t.match(await called.json(), { tool: "stat", class: "read", result: { size: 42, path: "notes.txt" } });
   await app.tetherAudit.flush();
-  const audited = await app.tetherDb.selectFrom("activity_event").select(["event", "tool", "outcome"]).where("device_id", "=", deviceId).where("event", "=", "call").execute();
+  const audited = await app.tetherDb
+    .selectFrom("activity_event")
+    .select(["event", "tool", "outcome"])
+    .where("device_id", "=", deviceId)
+    .where("event", "=", "call")
+    .execute();
   t.same(audited, [{ event: "call", tool: "stat", outcome: "ok" }], "the call is in the audit log");
 
   const unknown = await owner.post("/api/host/calls", { deviceId, tool: "no_such_tool" });
@@ -27,6 +32,11 @@ t.test("hostPlugin alone: pair a device, see it online, call one of its tools", 
   t.match(await unknown.json(), { code: "UNKNOWN_TOOL", message: String }, "a tool the device never announced");
 
   const { token } = await app.tetherApiTokens.create({ userId: owner.userId, name: "no scope for calls", scopes: ["other"] });
-  const scoped = await bare(url, "/api/host/calls", { ...bearer(token), "content-type": "application/json" }, { method: "POST", body: JSON.stringify({ deviceId, tool: "stat" }) });
+  const scoped = await bare(
+    url,
+    "/api/host/calls",
+    { ...bearer(token), "content-type": "application/json" },
+    { method: "POST", body: JSON.stringify({ deviceId, tool: "stat" }) },
+  );
   t.equal(scoped.status, 401, "a token needs the host:call scope");
 });

@@ -10,7 +10,7 @@ t.test("it declares the assets plugin whose URLs every page links", (t) => refus
 t.test("renderPlugin alone: reply.tetherRender sends an escaped template, never cached", async (t) => {
   const views = await mkdtemp(path.join(os.tmpdir(), "tether-views-"));
   t.teardown(() => rm(views, { recursive: true, force: true }));
-  await writeFile(path.join(views, "greet.eta"), "<p><%= it.name %></p><link href=\"<%= it.assets.css %>\"><i><%= it.path %></i>");
+  await writeFile(path.join(views, "greet.eta"), '<p><%= it.name %></p><link href="<%= it.assets.css %>"><i><%= it.path %></i>');
   const { url } = await alone(t, renderPlugin, { viewsDir: views }, (app) => {
     app.get("/greet", async (request, reply) => reply.tetherRender("greet", { name: (request.query as { name: string }).name }));
   });

@@ -4,8 +4,15 @@ import { alone } from "./bare.js";
 
 t.test("routeInventoryPlugin alone: fastify.tetherRoutes lists every route registered after it", async (t) => {
   const { app, url } = await alone(t, routeInventoryPlugin, {}, (app) => {
-    app.get("/a", { schema: { response: { 200: { type: "object", properties: { ok: { type: "boolean" } } }, "4xx": { type: "object" } } } }, async () => ({ ok: true }));
-    app.route({ method: ["GET", "POST"], url: "/b/:id", schema: { querystring: { type: "object", properties: { before: { type: "string" }, q: { type: "string" } } } }, handler: async () => ({ ok: true }) });
+    app.get("/a", { schema: { response: { 200: { type: "object", properties: { ok: { type: "boolean" } } }, "4xx": { type: "object" } } } }, async () => ({
+      ok: true,
+    }));
+    app.route({
+      method: ["GET", "POST"],
+      url: "/b/:id",
+      schema: { querystring: { type: "object", properties: { before: { type: "string" }, q: { type: "string" } } } },
+      handler: async () => ({ ok: true }),
+    });
     void app.register(async (child) => child.delete("/c", async () => ({ ok: true })), { prefix: "/child" });
   });
   t.equal((await fetch(`${url}/a`)).status, 200, "the app answers as usual");

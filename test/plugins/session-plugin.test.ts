@@ -7,7 +7,11 @@ t.test("it declares the cookie parser it reads sessions with", (t) => refusesWit
 
 t.test("sessionPlugin alone: cookie and token sessions, the login redirect, the admin check", async (t) => {
   const { app, url } = await alone(t, sessionPlugin, {}, (app) => {
-    app.get("/me", async (request) => ({ user: (await request.requireSession()).user.id, ui: await request.fetchSession(), token: await request.getApiToken() }));
+    app.get("/me", async (request) => ({
+      user: (await request.requireSession()).user.id,
+      ui: await request.fetchSession(),
+      token: await request.getApiToken(),
+    }));
     app.get("/scoped", async (request) => ({ user: (await request.getSession({ requiredScope: "reports" }))?.user.id ?? null }));
     app.get("/admin", async (request) => ({ admin: (await request.requireSiteAdmin()).user.id }));
   });

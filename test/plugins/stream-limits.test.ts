@@ -85,7 +85,11 @@ t.test("streams together leave the reserved connections to everything else: 503 
   });
   const streams = [];
   for (let i = 0; i < 5; i++) streams.push(await open(`user-${randomUUID()}`, `token:${i}`));
-  t.same(streams.map((s) => s.status), [200, 200, 200, 200, 200], "8 connections less 3 reserved: 5 streams");
+  t.same(
+    streams.map((s) => s.status),
+    [200, 200, 200, 200, 200],
+    "8 connections less 3 reserved: 5 streams",
+  );
   const refused = await open(`user-${randomUUID()}`, "token:next");
   t.equal(refused.status, 503, "the sixth is refused: the server is full, not the client at fault");
   t.match(refused.body, { code: "STREAMS_AT_CAPACITY", message: String });

@@ -20,7 +20,12 @@ t.test("apiTokenRoutes alone: mint once from a browser session, list, revoke", a
   t.match(listed.tokens, [{ id, name: "ci" }]);
   t.notOk(JSON.stringify(listed).includes(token), "the secret is shown once, never listed");
 
-  const byToken = await bare(url, "/api/tokens", { ...bearer(token), "content-type": "application/json" }, { method: "POST", body: JSON.stringify({ name: "more" }) });
+  const byToken = await bare(
+    url,
+    "/api/tokens",
+    { ...bearer(token), "content-type": "application/json" },
+    { method: "POST", body: JSON.stringify({ name: "more" }) },
+  );
   t.equal(byToken.status, 403, "a token cannot mint tokens");
   t.match(await byToken.json(), { code: "COOKIE_SESSION_REQUIRED" });
 

@@ -12,8 +12,16 @@ t.test("wholeNumberPattern accepts exactly the canonical spellings of min..max",
   ];
   for (const range of ranges) {
     const pattern = new RegExp(wholeNumberPattern(range), "u");
-    const near = fc.oneof(fc.bigInt({ min: 0n, max: range.max * 2n + 10n }), fc.constantFrom(range.min - 1n, range.min, range.max, range.max + 1n).filter((n) => n >= 0n));
-    fc.assert(fc.property(near, (n) => pattern.test(String(n)) === (n >= range.min && n <= range.max) && (parseWholeNumber(String(n), range) !== undefined) === pattern.test(String(n))));
+    const near = fc.oneof(
+      fc.bigInt({ min: 0n, max: range.max * 2n + 10n }),
+      fc.constantFrom(range.min - 1n, range.min, range.max, range.max + 1n).filter((n) => n >= 0n),
+    );
+    fc.assert(
+      fc.property(
+        near,
+        (n) => pattern.test(String(n)) === (n >= range.min && n <= range.max) && (parseWholeNumber(String(n), range) !== undefined) === pattern.test(String(n)),
+      ),
+    );
     for (const spelling of ["", "-1", "01", "00", "1.0", "1e3", " 1", "0x1", "+1", "１"]) {
       t.notOk(pattern.test(spelling), `${range.min}..${range.max} refuses "${spelling}"`);
       t.equal(parseWholeNumber(spelling, range), undefined);

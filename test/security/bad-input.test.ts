@@ -64,7 +64,11 @@ t.test("token names, API and form", async (t) => {
 
 t.test("better-auth's update-user and sign-up", async (t) => {
   await refused(t, await owner.post("/api/auth/update-user", { name: NUL }), "update-user name");
-  await refused(t, await new TestClient(url).post("/api/auth/sign-up/email", { name: "x", email: "nul@example.com", password: NUL + "long enough" }), "sign-up password");
+  await refused(
+    t,
+    await new TestClient(url).post("/api/auth/sign-up/email", { name: "x", email: "nul@example.com", password: NUL + "long enough" }),
+    "sign-up password",
+  );
   const me = (await (await owner.get("/api/me")).json()) as { user: { name: string } };
   t.equal(me.user.name, "nul-admin", "the name is unchanged");
 });
@@ -98,7 +102,12 @@ t.test("JSON nested 5,000 deep is refused before it is parsed", async (t) => {
   const deepObject = '{"a":'.repeat(5_000) + "1" + "}".repeat(5_000);
   for (const path of ["/api/auth/sign-in/email", "/api/auth/update-user", "/api/tokens", "/api/host/calls"]) {
     await refused(t, await owner.request("POST", path, { body: deep, headers: { "content-type": "application/json" } }), `${path} (arrays)`, "JSON_TOO_DEEP");
-    await refused(t, await owner.request("POST", path, { body: deepObject, headers: { "content-type": "application/json" } }), `${path} (objects)`, "JSON_TOO_DEEP");
+    await refused(
+      t,
+      await owner.request("POST", path, { body: deepObject, headers: { "content-type": "application/json" } }),
+      `${path} (objects)`,
+      "JSON_TOO_DEEP",
+    );
   }
   const token = await mintToken(owner, { name: "deep" });
   const asToken = await fetch(`${url}/api/host/calls`, { method: "POST", headers: { ...bearer(token), "content-type": "application/json" }, body: deep });

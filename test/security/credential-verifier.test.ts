@@ -19,7 +19,10 @@ const { db } = database;
 async function newUserId(): Promise<string> {
   const id = randomUUID();
   const now = new Date();
-  await db.insertInto("user").values({ id, name: "U", email: `${id}@example.com`, emailVerified: false, createdAt: now, updatedAt: now }).execute();
+  await db
+    .insertInto("user")
+    .values({ id, name: "U", email: `${id}@example.com`, emailVerified: false, createdAt: now, updatedAt: now })
+    .execute();
   return id;
 }
 
@@ -37,7 +40,11 @@ t.test("API tokens: refused when malformed, unknown, expired or the owner deacti
   // A write that was made would land before a read issued after it on the same database.
   t.same(await lastUsed(), first, "five more uses within the minute write nothing");
 
-  await db.updateTable("api_token").set({ expires_at: new Date(Date.now() - 1) }).where("id", "=", id).execute();
+  await db
+    .updateTable("api_token")
+    .set({ expires_at: new Date(Date.now() - 1) })
+    .where("id", "=", id)
+    .execute();
   t.equal(await verify(token), null, "expired");
   const other = await createApiToken(db, { userId, name: "u" });
   await db.updateTable("user").set({ deactivatedAt: new Date() }).where("id", "=", userId).execute();

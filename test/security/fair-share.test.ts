@@ -35,7 +35,9 @@ const { app, url } = await startTestApp(t, {
 const laneOf = (person: { cookieHeader: string }) => {
   const cookie = person.cookieHeader.split(/;\s*/).find((part) => part.includes("session_token="));
   const value = decodeURIComponent(cookie?.slice(cookie.indexOf("=") + 1) ?? "");
-  return `session:${createHash("sha256").update(value.slice(0, value.lastIndexOf("."))).digest("base64url")}`;
+  return `session:${createHash("sha256")
+    .update(value.slice(0, value.lastIndexOf(".")))
+    .digest("base64url")}`;
 };
 const releaseAll = () => started.splice(0).forEach((release) => release());
 
@@ -76,7 +78,10 @@ t.test("a client that leaves while it waits gives its turn back", async (t) => {
   t.equal(await left, "AbortError");
   await eventually(() => app.tetherFairShare.load(key).waiting === 0, 10_000, "the third out of the queue");
   releaseAll();
-  t.same((await Promise.all(held)).map((response) => response.status), [200, 200]);
+  t.same(
+    (await Promise.all(held)).map((response) => response.status),
+    [200, 200],
+  );
   await eventually(() => app.tetherFairShare.load(key).active === 0 && app.tetherFairShare.load(key).waiting === 0, 10_000, "her lane empty");
   t.equal(started.length, 0, "the request whose client left never reached its handler");
 });
@@ -90,6 +95,9 @@ t.test("a call waiting for its device holds no slot: more calls than the share r
   const me = await owner.get("/api/me");
   t.equal(me.status, 200, "the same user's other requests are answered meanwhile");
   for (const call of received) await device.postResult({ id: call.id, ok: true, result: { size: 1 } });
-  t.same((await Promise.all(calls)).map((response) => response.status), [200, 200, 200, 200]);
+  t.same(
+    (await Promise.all(calls)).map((response) => response.status),
+    [200, 200, 200, 200],
+  );
   await eventually(() => app.tetherFairShare.load(laneOf(owner)).active === 0, 10_000, "the lane empty");
 });

@@ -39,25 +39,105 @@ async function keepSignedIn(): Promise<void> {
 }
 
 // better-auth's endpoints, for the `/api/auth/*` splat (plus whatever the fuzzer makes up).
-const AUTH_PATHS = ["sign-in/email", "sign-up/email", "sign-out", "get-session", "update-user", "change-password", "change-email",
-  "request-password-reset", "reset-password", "reset-password/abc", "verify-email", "list-sessions", "revoke-session", "revoke-sessions",
-  "revoke-other-sessions", "delete-user", "ok", "error"];
+const AUTH_PATHS = [
+  "sign-in/email",
+  "sign-up/email",
+  "sign-out",
+  "get-session",
+  "update-user",
+  "change-password",
+  "change-email",
+  "request-password-reset",
+  "reset-password",
+  "reset-password/abc",
+  "verify-email",
+  "list-sessions",
+  "revoke-session",
+  "revoke-sessions",
+  "revoke-other-sessions",
+  "delete-user",
+  "ok",
+  "error",
+];
 
 const HUGE = "x".repeat(1024 * 1024 + 100);
 /** Numbers as text that no bigint, double or page size holds, and the limits themselves. */
-const NUMERIC_EXTREMES = ["9223372036854775808", "9223372036854775807", "-9223372036854775809", "18446744073709551616", "9".repeat(40),
-  "9007199254740993", "2147483648", "4294967296", "-1", "0", "-0", "1e309", "-1e309", "1e-400", "NaN", "Infinity", "0x7fffffffffffffff", "1.5", "0".repeat(30) + "1"];
+const NUMERIC_EXTREMES = [
+  "9223372036854775808",
+  "9223372036854775807",
+  "-9223372036854775809",
+  "18446744073709551616",
+  "9".repeat(40),
+  "9007199254740993",
+  "2147483648",
+  "4294967296",
+  "-1",
+  "0",
+  "-0",
+  "1e309",
+  "-1e309",
+  "1e-400",
+  "NaN",
+  "Infinity",
+  "0x7fffffffffffffff",
+  "1.5",
+  "0".repeat(30) + "1",
+];
 const DEEP = "[".repeat(3_000) + "]".repeat(3_000);
 
 const text = fc.oneof(
   fc.string({ maxLength: 40 }),
-  fc.constantFrom("", "\u0000", "a\u0000b", "\ud800", "\udfff x", "../../etc/passwd", "%00", "' OR 1=1 --", "<script>alert(1)</script>", "😀".repeat(50), "a".repeat(5_000)),
+  fc.constantFrom(
+    "",
+    "\u0000",
+    "a\u0000b",
+    "\ud800",
+    "\udfff x",
+    "../../etc/passwd",
+    "%00",
+    "' OR 1=1 --",
+    "<script>alert(1)</script>",
+    "😀".repeat(50),
+    "a".repeat(5_000),
+  ),
 );
 const jsonValue = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, text, fc.integer(), fc.double(), fc.constantFrom(2 ** 63, -(2 ** 63), 2 ** 64, Number.MAX_SAFE_INTEGER + 2, Number.MAX_VALUE, -Number.MAX_VALUE, 5e-324, -0), fc.boolean(), fc.constant(null), fc.array(tie("value"), { maxLength: 4 }), fc.dictionary(text, tie("value"), { maxKeys: 4 })),
+  value: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    text,
+    fc.integer(),
+    fc.double(),
+    fc.constantFrom(2 ** 63, -(2 ** 63), 2 ** 64, Number.MAX_SAFE_INTEGER + 2, Number.MAX_VALUE, -Number.MAX_VALUE, 5e-324, -0),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(text, tie("value"), { maxKeys: 4 }),
+  ),
 })).value;
 /** Objects shaped like real bodies, with fields of the wrong type or with bad text. */
-const FIELDS = ["name", "email", "password", "newPassword", "token", "code", "scopes", "expiresInDays", "deviceId", "tool", "input", "timeoutMs", "proposalId", "tools", "roots", "agent", "id", "ok", "result", "error", "platform"];
+const FIELDS = [
+  "name",
+  "email",
+  "password",
+  "newPassword",
+  "token",
+  "code",
+  "scopes",
+  "expiresInDays",
+  "deviceId",
+  "tool",
+  "input",
+  "timeoutMs",
+  "proposalId",
+  "tools",
+  "roots",
+  "agent",
+  "id",
+  "ok",
+  "result",
+  "error",
+  "platform",
+];
 const bodyObject = fc.dictionary(fc.constantFrom(...FIELDS), jsonValue, { maxKeys: 6 });
 
 interface Body {
@@ -82,7 +162,9 @@ const body: fc.Arbitrary<Body> = fc.oneof(
     { contentType: "application/x-www-form-urlencoded", payload: "name=a%00b&email=%ED%A0%80&password=%" },
     { contentType: "application/x-www-form-urlencoded", payload: "name=" + HUGE },
   ),
-  fc.dictionary(fc.constantFrom(...FIELDS), text, { maxKeys: 4 }).map((fields) => ({ contentType: "application/x-www-form-urlencoded", payload: new URLSearchParams(fields).toString() })),
+  fc
+    .dictionary(fc.constantFrom(...FIELDS), text, { maxKeys: 4 })
+    .map((fields) => ({ contentType: "application/x-www-form-urlencoded", payload: new URLSearchParams(fields).toString() })),
 );
 
 const id = fc.oneof(
@@ -94,8 +176,12 @@ const id = fc.oneof(
 const query = fc.oneof(
   fc.constant(""),
   fc.constantFrom("?token=%00", "?token=a&token=b", "?email=%ED%A0%80", "?reset=done", "?error=x", "?a[b]=c", "?%00=1", "?panel=%00", "?" + "a=1&".repeat(500)),
-  fc.dictionary(fc.constantFrom("token", "email", "reset", "error", "path", "callbackURL", "code"), text, { maxKeys: 3 }).map((q) => "?" + new URLSearchParams(q).toString()),
-  fc.dictionary(fc.constantFrom("before", "limit", "after", "offset", "page", "cursor"), fc.constantFrom(...NUMERIC_EXTREMES), { minKeys: 1, maxKeys: 2 }).map((q) => "?" + new URLSearchParams(q).toString()),
+  fc
+    .dictionary(fc.constantFrom("token", "email", "reset", "error", "path", "callbackURL", "code"), text, { maxKeys: 3 })
+    .map((q) => "?" + new URLSearchParams(q).toString()),
+  fc
+    .dictionary(fc.constantFrom("before", "limit", "after", "offset", "page", "cursor"), fc.constantFrom(...NUMERIC_EXTREMES), { minKeys: 1, maxKeys: 2 })
+    .map((q) => "?" + new URLSearchParams(q).toString()),
 );
 
 type Caller = "anonymous" | "cookie" | "token" | "device";
@@ -149,7 +235,12 @@ for (const route of routes) {
         let path = route.url;
         names.forEach((name, i) => (path = path.replace(`:${name}`, ids[i]!)));
         path = path.replace("*", splat) + query;
-        const init: RequestInit = { method: route.method, redirect: "manual", headers: { ...credentials(who), ...headers }, signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) };
+        const init: RequestInit = {
+          method: route.method,
+          redirect: "manual",
+          headers: { ...credentials(who), ...headers },
+          signal: AbortSignal.timeout(REQUEST_DEADLINE_MS),
+        };
         if (route.method !== "GET" && route.method !== "HEAD" && body.payload !== undefined) {
           init.headers = { ...init.headers, "content-type": body.contentType! };
           init.body = body.payload;
@@ -177,13 +268,21 @@ for (const route of routes.filter((route) => route.method !== "HEAD" && (route.q
     const names = [...route.url.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
     const paths: string[] = [];
     for (const extreme of NUMERIC_EXTREMES) {
-      const filled = (only?: string) => names.reduce((path, name) => path.replace(`:${name}`, only === undefined || only === name ? encodeURIComponent(extreme) : "x"), route.url).replace("*", "ok");
+      const filled = (only?: string) =>
+        names
+          .reduce((path, name) => path.replace(`:${name}`, only === undefined || only === name ? encodeURIComponent(extreme) : "x"), route.url)
+          .replace("*", "ok");
       for (const parameter of route.queryParameters) paths.push(`${filled("")}?${new URLSearchParams({ [parameter]: extreme })}`);
       for (const name of names) paths.push(filled(name));
     }
     for (const path of paths) {
       await keepSignedIn();
-      const response = await fetch(url + path, { method: route.method, redirect: "manual", headers: credentials("cookie"), signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) });
+      const response = await fetch(url + path, {
+        method: route.method,
+        redirect: "manual",
+        headers: credentials("cookie"),
+        signal: AbortSignal.timeout(REQUEST_DEADLINE_MS),
+      });
       const streaming = (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
       const answer = streaming ? "" : await response.text();
       if (streaming) await response.body?.cancel();

@@ -157,7 +157,11 @@ for (const [route, post] of [["/api/host/result/<call id>", postOutcome]] as con
     const caller = await answer;
     t.equal(caller.status, 502);
     t.match(await readJson(caller), { code: "DEVICE_RESULT_INVALID", message: /INVALID_CHARACTERS/ });
-    t.equal((await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\n", summary: "late" } }))).status, 409, "a late, valid result for the ended call is refused");
+    t.equal(
+      (await post(planned.id, JSON.stringify({ ok: true, result: { diff: "+a\n", summary: "late" } }))).status,
+      409,
+      "a late, valid result for the ended call is refused",
+    );
     t.ok((await healthzMs()) < HEALTHZ_BOUND_MS);
   });
 }

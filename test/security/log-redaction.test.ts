@@ -17,7 +17,10 @@ t.test("redactUrl", async (t) => {
   t.equal(redactUrl("/api/auth/reset-password/abc123?callbackURL=%2Freset-password"), "/api/auth/reset-password/[redacted]?callbackURL=%2Freset-password");
   t.equal(redactUrl("/reset-password?token=abc123"), "/reset-password?token=[redacted]");
   t.equal(redactUrl("/api/auth/verify-email?token=t1&callbackURL=/home"), "/api/auth/verify-email?token=[redacted]&callbackURL=/home");
-  t.equal(redactUrl("/cb?Code=c1&STATE=s1&user_code=u1&device_code=d1&page=2"), "/cb?Code=[redacted]&STATE=[redacted]&user_code=[redacted]&device_code=[redacted]&page=2");
+  t.equal(
+    redactUrl("/cb?Code=c1&STATE=s1&user_code=u1&device_code=d1&page=2"),
+    "/cb?Code=[redacted]&STATE=[redacted]&user_code=[redacted]&device_code=[redacted]&page=2",
+  );
   t.equal(redactUrl("/x/sk_abcdef/y"), "/x/[redacted]/y");
   t.equal(redactUrl("/devices/123/tools/stat?path=/tmp"), "/devices/123/tools/stat?path=/tmp", "nothing secret, nothing changed");
 });
@@ -63,13 +66,21 @@ t.test("a reset flow through a production app: the log has the requests, not the
 
   // Other secrets a request may carry: a one-time code and state, a bearer token, a cookie.
   const sessionCookie = [...user.cookies.values()][0]!;
-  await fetch(`${url}/api/auth/callback/x?code=one-time-code-42&state=state-secret-42`, { headers: { authorization: "Bearer sk_bearer-secret-42", cookie: `better-auth.session_token=${sessionCookie}` } });
+  await fetch(`${url}/api/auth/callback/x?code=one-time-code-42&state=state-secret-42`, {
+    headers: { authorization: "Bearer sk_bearer-secret-42", cookie: `better-auth.session_token=${sessionCookie}` },
+  });
 
   const log = lines.join("\n");
   const urls = lines.map((line) => JSON.parse(line) as { req?: { url: string } }).flatMap((entry) => (entry.req ? [entry.req.url] : []));
-  t.ok(urls.includes("/api/auth/reset-password/[redacted]?callbackURL=" + encodeURIComponent(`${url}/reset-password`)), "the link's request is logged, redacted");
+  t.ok(
+    urls.includes("/api/auth/reset-password/[redacted]?callbackURL=" + encodeURIComponent(`${url}/reset-password`)),
+    "the link's request is logged, redacted",
+  );
   t.ok(urls.includes("/reset-password?token=[redacted]"), "the page's request is logged, redacted");
-  t.ok(urls.some((u) => u.startsWith("/api/auth/callback/x?code=[redacted]&state=[redacted]")), "code and state are redacted");
+  t.ok(
+    urls.some((u) => u.startsWith("/api/auth/callback/x?code=[redacted]&state=[redacted]")),
+    "code and state are redacted",
+  );
   for (const secret of [token, "one-time-code-42", "state-secret-42", "sk_bearer-secret-42", sessionCookie, "a brand new password"]) {
     t.notOk(log.includes(secret), `the log does not hold ${secret.slice(0, 12)}…`);
   }

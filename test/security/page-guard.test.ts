@@ -88,5 +88,8 @@ t.test("a token cannot revoke the user's other tokens through the page's form", 
   t.equal(response.status, 302);
   t.equal(response.location, "/login");
   const after = (await (await apiClient.get("/api/tokens")).json()) as { tokens: Array<{ id: string }> };
-  t.ok(after.tokens.some((token) => token.id === victim), "the token is still there");
+  t.ok(
+    after.tokens.some((token) => token.id === victim),
+    "the token is still there",
+  );
 });

@@ -27,7 +27,10 @@ const jsonRoutes = app.tetherRoutes.filter((route) => route.method !== "HEAD" &&
 t.test("the inventory holds the JSON routes, and every exemption still names a route", async (t) => {
   const urls = new Set(app.tetherRoutes.map((route) => route.url));
   for (const expected of ["/api/host/devices/:id", "/api/host/calls", "/api/tokens", "/api/me", "/api/admin/users", "/api/host/enroll", "/healthz"]) {
-    t.ok(jsonRoutes.some((route) => route.url === expected), `${expected} is checked`);
+    t.ok(
+      jsonRoutes.some((route) => route.url === expected),
+      `${expected} is checked`,
+    );
   }
   for (const exempt of Object.keys(EXEMPT)) t.ok(urls.has(exempt), `${exempt} exists (${EXEMPT[exempt]})`);
 });

@@ -40,10 +40,14 @@ t.test("one token opening many MCP streams: 429 past the cap; another user is no
   t.equal((await fetch(`${url}/healthz`)).status, 200, "so is /healthz");
 
   answers[0]!.close();
-  await eventually(async () => {
-    const retry = await open("/mcp", bearer(token));
-    return retry.status === 200;
-  }, 10_000, "the closed stream's slot to be free again");
+  await eventually(
+    async () => {
+      const retry = await open("/mcp", bearer(token));
+      return retry.status === 200;
+    },
+    10_000,
+    "the closed stream's slot to be free again",
+  );
 });
 
 t.test("/devices live views: the cap per browser session, the refusal as JSON and as a page, a freed slot", async (t) => {
@@ -54,7 +58,10 @@ t.test("/devices live views: the cap per browser session, the refusal as JSON an
 
   const held: OpenedStream[] = [];
   for (let i = 0; i < PER_CREDENTIAL; i++) held.push(await open("/devices/events", { cookie: alice }));
-  t.ok(held.every((stream) => stream.status === 200), `${PER_CREDENTIAL} live views open`);
+  t.ok(
+    held.every((stream) => stream.status === 200),
+    `${PER_CREDENTIAL} live views open`,
+  );
   const refused = await open("/devices/events", { cookie: alice, accept: "application/json" });
   t.equal(refused.status, 429, "one more is refused");
   t.match(refused.headers["retry-after"], /^\d+$/);
@@ -82,13 +89,21 @@ t.test("device streams count against their owner: past STREAMS_PER_USER the next
   }
   const streams = [];
   for (const device of devices) streams.push(await open("/api/host/stream", { ...protocolHeaders, authorization: `Bearer ${device.token}` }));
-  t.same(streams.map((s) => s.status), [200, 200, 429], "two devices online, the third refused");
+  t.same(
+    streams.map((s) => s.status),
+    [200, 200, 429],
+    "two devices online, the third refused",
+  );
   t.match(streams[2]!.body, { code: "TOO_MANY_STREAMS", message: /Your account already has 2 device streams open/ });
   const listed = (await readJson(await owner.client.get("/api/host/devices"))).devices as Array<{ online: boolean }>;
   t.equal(listed.filter((device) => device.online).length, 2, "the refused device is not online");
 
   streams[0]!.close();
-  await eventually(async () => (await open("/api/host/stream", { ...protocolHeaders, authorization: `Bearer ${devices[2]!.token}` })).status === 200, 10_000, "the third device to get in once one leaves");
+  await eventually(
+    async () => (await open("/api/host/stream", { ...protocolHeaders, authorization: `Bearer ${devices[2]!.token}` })).status === 200,
+    10_000,
+    "the third device to get in once one leaves",
+  );
 });
 
 redisTest(t, "two replicas sharing Redis: one user's streams count on both", async (t) => {
@@ -102,7 +117,11 @@ redisTest(t, "two replicas sharing Redis: one user's streams count on both", asy
   const second = await mintToken(user.client, { scopes: ["host:call"] });
 
   const held = [await onA("/mcp", bearer(first)), await onA("/mcp", bearer(first)), await onB("/mcp", bearer(second))];
-  t.same(held.map((s) => s.status), [200, 200, 200], "three streams, two on one replica and one on the other");
+  t.same(
+    held.map((s) => s.status),
+    [200, 200, 200],
+    "three streams, two on one replica and one on the other",
+  );
   const refused = await onB("/mcp", bearer(second));
   t.equal(refused.status, 429, "the fourth is refused, though this replica holds only one");
   t.match(refused.body, { code: "TOO_MANY_STREAMS", message: /Your account already has 3 MCP notification streams open/ });

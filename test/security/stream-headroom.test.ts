@@ -33,12 +33,18 @@ t.test("streams of every kind fill their room; health checks, sign-in and the AP
   for (const token of deviceTokens) held.push(await open("/api/host/stream", { ...protocolHeaders, authorization: `Bearer ${token}` }));
   for (let i = 0; i < 5; i++) held.push(await open("/devices/events", { cookie: cookieOf(viewer.client) }));
   for (let i = 0; i < ROOM - 10; i++) held.push(await open("/mcp", bearer(tokens[0]!)));
-  t.ok(held.every((stream) => stream.status === 200), `${ROOM} streams open: 5 devices, 5 live views, ${ROOM - 10} MCP streams`);
+  t.ok(
+    held.every((stream) => stream.status === 200),
+    `${ROOM} streams open: 5 devices, 5 live views, ${ROOM - 10} MCP streams`,
+  );
 
   // More than the server has connections: before, these took the last of them.
   const refused: OpenedStream[] = [];
   for (let i = 0; i < MAX_CONNECTIONS; i++) refused.push(await open("/mcp", bearer(tokens[1]!)));
-  t.ok(refused.every((stream) => stream.status === 503), `all ${MAX_CONNECTIONS} further streams refused with 503`);
+  t.ok(
+    refused.every((stream) => stream.status === 503),
+    `all ${MAX_CONNECTIONS} further streams refused with 503`,
+  );
   t.match(refused[0]!.body, { code: "STREAMS_AT_CAPACITY", message: String });
   t.match(refused[0]!.headers["retry-after"], /^\d+$/, "with Retry-After");
   t.equal(refused[0]!.headers.connection, "close", "and the connection closed");

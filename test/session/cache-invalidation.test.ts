@@ -31,7 +31,7 @@ t.test("changes made with plain SQL reach the cache", async (t) => {
   const viaToken = async () => (await fetch(`${url}/api/me`, { headers: bearer })).status;
 
   await sql`update "user" set "name" = 'Renamed' where id = ${userId}`.execute(database.db);
-  const nameSeen = async () => ((await (await client.get("/api/me")).json()) as { user: { name: string } }).user.name === "Renamed" ? 1 : 0;
+  const nameSeen = async () => (((await (await client.get("/api/me")).json()) as { user: { name: string } }).user.name === "Renamed" ? 1 : 0);
   t.equal(await soon(nameSeen, 1), 1, "a renamed user is seen");
 
   await sql`update "user" set "deactivatedAt" = now() where id = ${userId}`.execute(database.db);

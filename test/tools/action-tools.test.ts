@@ -63,7 +63,10 @@ t.test("open_path opens documents, media and folders", async (t) => {
   for (const name of names.slice(0, -1)) s.write(name, "x");
   fs.mkdirSync(path.join(s.root, "folder.v2"));
   for (const name of names) await invokeTool(builtinTools, "open_path", { path: name }, { scope: s.scope, opener: { open: [rec.file] } });
-  t.same(rec.argv(), names.map((name) => path.join(s.root, name)));
+  t.same(
+    rec.argv(),
+    names.map((name) => path.join(s.root, name)),
+  );
 });
 
 t.test("a missing or failing opener is a typed error", async (t) => {

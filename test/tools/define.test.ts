@@ -69,22 +69,53 @@ t.test("defineLocalTool validates input before any tool code runs", async (t) =>
     t.match(error.message, message);
   }
   t.equal(runs, 1, "tool code ran only for the valid input");
-  t.equal((await failure(tool.class === "read" ? tool.run({ text: 3 }, { scope }) : Promise.resolve())).code, "INVALID_INPUT", "calling run directly validates too");
+  t.equal(
+    (await failure(tool.class === "read" ? tool.run({ text: 3 }, { scope }) : Promise.resolve())).code,
+    "INVALID_INPUT",
+    "calling run directly validates too",
+  );
 });
 
 t.test("definition errors are typed", async (t) => {
   const input = Type.Object({});
   const run = () => ({});
   const plan = () => ({ diff: "", summary: "" });
-  t.equal(definitionCode(() => defineLocalTool({ name: "bad name", description: "d", input, class: "read", run })), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "x".repeat(65), description: "d", input, class: "read", run })), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "ok", description: " ", input, class: "read", run })), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "ok", description: "d", input: Type.String() as never, class: "read", run })), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "read", run, plan } as never)), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "mutate", plan } as never)), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "delete", run } as never)), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool(null as never)), "INVALID_DEFINITION");
-  t.equal(definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "action", run })), "OK");
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "bad name", description: "d", input, class: "read", run })),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "x".repeat(65), description: "d", input, class: "read", run })),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "ok", description: " ", input, class: "read", run })),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "ok", description: "d", input: Type.String() as never, class: "read", run })),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "read", run, plan } as never)),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "mutate", plan } as never)),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "delete", run } as never)),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool(null as never)),
+    "INVALID_DEFINITION",
+  );
+  t.equal(
+    definitionCode(() => defineLocalTool({ name: "ok", description: "d", input, class: "action", run })),
+    "OK",
+  );
 });
 
 t.test("tool failures and results are normalised", async (t) => {
@@ -167,11 +198,15 @@ t.test("describeTool: plain JSON Schema, class, and the roots", async (t) => {
   ]);
   const classes = Object.fromEntries(builtinTools.map((tool) => [tool.name, tool.class]));
   t.same(
-    Object.entries(classes).filter(([, c]) => c === "mutate").map(([n]) => n),
+    Object.entries(classes)
+      .filter(([, c]) => c === "mutate")
+      .map(([n]) => n),
     ["write_file", "edit_file", "append_file", "create_directory", "move", "copy", "delete"],
   );
   t.same(
-    Object.entries(classes).filter(([, c]) => c === "action").map(([n]) => n),
+    Object.entries(classes)
+      .filter(([, c]) => c === "action")
+      .map(([n]) => n),
     ["open_path", "reveal_in_os"],
   );
   for (const tool of builtinTools) {

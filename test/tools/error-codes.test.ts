@@ -4,7 +4,16 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import t from "tap";
-import { builtinTools, createScope, defineLocalTool, defineShellTool, invokeTool, TOOL_ERROR_CODES, ToolError, type ToolErrorCode } from "../../src/tools/index.js";
+import {
+  builtinTools,
+  createScope,
+  defineLocalTool,
+  defineShellTool,
+  invokeTool,
+  TOOL_ERROR_CODES,
+  ToolError,
+  type ToolErrorCode,
+} from "../../src/tools/index.js";
 import { fromFsError } from "../../src/tools/errors.js";
 import { openFileInScope } from "../../src/tools/safe-read.js";
 import { sandbox } from "./helpers.js";
@@ -50,7 +59,8 @@ t.test("each error code is raised with a human message", async (t) => {
     plan: () => ({ diff: "", summary: "Delete everything", removes: Array.from({ length: 1001 }, (_, i) => ({ path: `f${i}`, type: "file" })) }),
     apply: () => ({ applied: true }),
   });
-  const call = (name: string, input: unknown, mode?: "plan" | "apply") => invokeTool([...builtinTools, swapper, notJson], name, input, { scope: s.scope, ...(mode ? { mode } : {}) });
+  const call = (name: string, input: unknown, mode?: "plan" | "apply") =>
+    invokeTool([...builtinTools, swapper, notJson], name, input, { scope: s.scope, ...(mode ? { mode } : {}) });
   const aborted = new AbortController();
   aborted.abort();
 
@@ -75,12 +85,20 @@ t.test("each error code is raised with a human message", async (t) => {
     BINARY_FILE: () => call("edit_file", { path: "bin", edits: [{ find: "x", replace: "y" }] }),
     FIND_NOT_FOUND: () => call("edit_file", { path: "a.txt", edits: [{ find: "three", replace: "3" }] }),
     FIND_AMBIGUOUS: () => call("edit_file", { path: "a.txt", edits: [{ find: "two", replace: "2" }] }),
-    EDITS_OVERLAP: () => call("edit_file", { path: "a.txt", edits: [{ find: "one two", replace: "x" }, { find: "e tw", replace: "y" }] }),
+    EDITS_OVERLAP: () =>
+      call("edit_file", {
+        path: "a.txt",
+        edits: [
+          { find: "one two", replace: "x" },
+          { find: "e tw", replace: "y" },
+        ],
+      }),
     FILE_CHANGED: () => call("edit_file", { path: "a.txt", edits: [{ find: "one", replace: "1" }], expectedSha256: "0".repeat(64) }, "apply"),
     REFUSED: () => call("delete", { path: ".", recursive: true }),
     OPENER_NOT_FOUND: () => invokeTool(builtinTools, "open_path", { path: "a.txt" }, { scope: s.scope, opener: { open: ["tether-no-such-opener"] } }),
     OPENER_FAILED: () => invokeTool(builtinTools, "open_path", { path: "a.txt" }, { scope: s.scope, opener: { open: ["false"] } }),
-    COMMAND_NOT_FOUND: () => invokeTool([defineShellTool({ name: "ghost", description: "d", command: ["tether-no-such-program"] })], "ghost", {}, { scope: s.scope }),
+    COMMAND_NOT_FOUND: () =>
+      invokeTool([defineShellTool({ name: "ghost", description: "d", command: ["tether-no-such-program"] })], "ghost", {}, { scope: s.scope }),
     TIMEOUT: () => invokeTool([defineShellTool({ name: "slow", description: "d", command: ["sleep", "5"], timeoutMs: 100 })], "slow", {}, { scope: s.scope }),
     ABORTED: () => invokeTool(builtinTools, "read_file", { path: "a.txt" }, { scope: s.scope, signal: aborted.signal }),
     // A real EIO from the kernel: /proc/self/mem read at offset 0, which is never mapped (Linux).

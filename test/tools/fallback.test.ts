@@ -63,7 +63,11 @@ t.test("the built-ins work the same through the fallback", async (t) => {
     ["write_file", { path: "out/x.txt", content: "x" }],
     ["create_directory", { path: "out/x" }],
   ] as const) {
-    t.equal((await s.fail(tool, input, tool === "read_file" || tool === "list_directory" ? undefined : "apply")).code, "OUTSIDE_ROOTS", `${tool} ${JSON.stringify(input)}`);
+    t.equal(
+      (await s.fail(tool, input, tool === "read_file" || tool === "list_directory" ? undefined : "apply")).code,
+      "OUTSIDE_ROOTS",
+      `${tool} ${JSON.stringify(input)}`,
+    );
   }
   t.same(snapshot(s.outside), before);
 });

@@ -7,7 +7,9 @@ import { holds } from "./helpers.js";
 
 t.test("agrees with picomatch where the two define the same thing", async (t) => {
   const seg = fc.array(fc.constantFrom("a", "b", ".", "*", "?", "[ab]", "[^a]", "{a,b}", "{a,.b}"), { minLength: 1, maxLength: 3 }).map((x) => x.join(""));
-  const pattern = fc.array(fc.oneof({ weight: 4, arbitrary: seg }, { weight: 1, arbitrary: fc.constant("**") }), { minLength: 1, maxLength: 4 }).map((x) => x.join("/"));
+  const pattern = fc
+    .array(fc.oneof({ weight: 4, arbitrary: seg }, { weight: 1, arbitrary: fc.constant("**") }), { minLength: 1, maxLength: 4 })
+    .map((x) => x.join("/"));
   const pathArb = fc.array(fc.constantFrom("a", "b", "ab", ".a", "ba", "aa", ".b", "a.b"), { minLength: 1, maxLength: 4 }).map((x) => x.join("/"));
   await holds(
     t,

@@ -43,7 +43,12 @@ t.test("matching a batch: line numbers, columns, totals", async (t) => {
     const matcher = new LineMatcher({ pattern: "two", literal, ignoreCase: false, budgetMs: 1000 });
     t.same(
       matcher.match(texts, 10).map((r) => ({ hits: [...r.hits], total: r.total })),
-      [{ hits: [1, 0], total: 1 }, { hits: [], total: 0 }, { hits: [], total: 0 }, { hits: [0, 11], total: 1 }],
+      [
+        { hits: [1, 0], total: 1 },
+        { hits: [], total: 0 },
+        { hits: [], total: 0 },
+        { hits: [0, 11], total: 1 },
+      ],
     );
   }
   const anchored = new LineMatcher({ pattern: "two$", literal: false, ignoreCase: false, budgetMs: 1000 });

@@ -52,7 +52,9 @@ t.test("write_file: refusals and edge cases", async (t) => {
   const missing = await s.fail("write_file", { path: "x.txt" });
   t.equal(missing.code, "INVALID_INPUT");
   t.match(missing.message, /"content"/);
-  t.match(await s.call("write_file", { path: "bin.dat", content: "text" }), { diff: `Binary files ${path.join(s.root, "bin.dat")} and ${path.join(s.root, "bin.dat")} differ\n` });
+  t.match(await s.call("write_file", { path: "bin.dat", content: "text" }), {
+    diff: `Binary files ${path.join(s.root, "bin.dat")} and ${path.join(s.root, "bin.dat")} differ\n`,
+  });
   await s.call("write_file", { path: "ln", content: "via link\n" }, "apply");
   t.equal(read(path.join(s.root, "exists.txt")), "via link\n", "a link inside the root is written through to its real target");
   t.ok(fs.lstatSync(path.join(s.root, "ln")).isSymbolicLink());
@@ -81,9 +83,21 @@ t.test("edit_file: exact, unique finds; the diff is exact", async (t) => {
   const ambiguous = await s.fail("edit_file", { path: "code.ts", edits: [{ find: "return", replace: "x" }] });
   t.match(ambiguous, { code: "FIND_AMBIGUOUS" });
   s.write("aaa.txt", "aaa");
-  t.equal((await s.fail("edit_file", { path: "aaa.txt", edits: [{ find: "aa", replace: "b" }] })).code, "FIND_AMBIGUOUS", "overlapping occurrences are ambiguous");
   t.equal(
-    (await s.fail("edit_file", { path: "code.ts", edits: [{ find: "function a", replace: "x" }, { find: "a() {\n  // one", replace: "y" }] })).code,
+    (await s.fail("edit_file", { path: "aaa.txt", edits: [{ find: "aa", replace: "b" }] })).code,
+    "FIND_AMBIGUOUS",
+    "overlapping occurrences are ambiguous",
+  );
+  t.equal(
+    (
+      await s.fail("edit_file", {
+        path: "code.ts",
+        edits: [
+          { find: "function a", replace: "x" },
+          { find: "a() {\n  // one", replace: "y" },
+        ],
+      })
+    ).code,
     "EDITS_OVERLAP",
   );
   const empty = await s.fail("edit_file", { path: "code.ts", edits: [{ find: "", replace: "x" }] });

@@ -15,7 +15,11 @@ t.test("create_directory of a deep path: a bounded summary that keeps both ends,
   const s = await sandbox(t);
   const levels = 900;
   const deep = Array.from({ length: levels }, () => "d").join("/");
-  const plan = (await invokeTool(builtinTools, "create_directory", { path: deep }, { scope: s.scope })) as { diff: string; summary: string; createsDirectories: string[] };
+  const plan = (await invokeTool(builtinTools, "create_directory", { path: deep }, { scope: s.scope })) as {
+    diff: string;
+    summary: string;
+    createsDirectories: string[];
+  };
   t.equal(plan.createsDirectories.length, levels);
   t.ok(plan.summary.length <= MAX_PLAN_SUMMARY_LENGTH, `a summary of ${plan.summary.length} characters`);
   t.ok(plan.summary.startsWith(`Create ${levels} folders: ${path.join(s.root, "d")}, `), "it starts as it did");
@@ -23,7 +27,12 @@ t.test("create_directory of a deep path: a bounded summary that keeps both ends,
   t.match(plan.summary, / … \([\d,]+ characters not shown\) … /, "saying what it left out");
   t.equal(planProblem(plan), undefined, "within the protocol's bounds, as the server checks them");
 
-  const applied = await invokeTool(builtinTools, "create_directory", { path: deep }, { scope: s.scope, mode: "apply", expectedPlan: { diff: plan.diff, summary: plan.summary } });
+  const applied = await invokeTool(
+    builtinTools,
+    "create_directory",
+    { path: deep },
+    { scope: s.scope, mode: "apply", expectedPlan: { diff: plan.diff, summary: plan.summary } },
+  );
   t.match(applied, { applied: true });
   t.ok(fs.statSync(path.join(s.root, deep)).isDirectory(), "the approved plan applied: the shortened summary compared equal");
 });

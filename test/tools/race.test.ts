@@ -42,9 +42,18 @@ for (const mode of ["proc", "fallback"] as const) {
         return (error as ToolError).code;
       }
     };
-    t.equal(codeOf(() => openFileInScope(s.scope, file)), "PATH_CHANGED");
-    t.equal(codeOf(() => openDirInScope(s.scope, dir)), "PATH_CHANGED");
-    t.equal(codeOf(() => openDirInScope(s.scope, path.join(dir, "new"), { create: true })), "PATH_CHANGED");
+    t.equal(
+      codeOf(() => openFileInScope(s.scope, file)),
+      "PATH_CHANGED",
+    );
+    t.equal(
+      codeOf(() => openDirInScope(s.scope, dir)),
+      "PATH_CHANGED",
+    );
+    t.equal(
+      codeOf(() => openDirInScope(s.scope, path.join(dir, "new"), { create: true })),
+      "PATH_CHANGED",
+    );
     t.notOk(fs.existsSync(path.join(s.outside, "new")));
   });
 }
@@ -87,7 +96,16 @@ t.test("swapping a directory for a symlink in a loop: zero escapes", { skip: saf
   const escapes: string[] = [];
   const ok: Record<string, number> = {};
   const refused: Record<string, number> = {};
-  const allowed = new Set(["NOT_FOUND", "PATH_CHANGED", "OUTSIDE_ROOTS", "NOT_A_DIRECTORY", "ALREADY_EXISTS", "FILE_CHANGED", "DIRECTORY_NOT_EMPTY", "IS_A_DIRECTORY"]);
+  const allowed = new Set([
+    "NOT_FOUND",
+    "PATH_CHANGED",
+    "OUTSIDE_ROOTS",
+    "NOT_A_DIRECTORY",
+    "ALREADY_EXISTS",
+    "FILE_CHANGED",
+    "DIRECTORY_NOT_EMPTY",
+    "IS_A_DIRECTORY",
+  ]);
   const attempt = async (label: string, fn: () => Promise<Record<string, unknown>>, check: (r: Record<string, unknown>) => void) => {
     try {
       const result = await fn();
@@ -103,24 +121,64 @@ t.test("swapping a directory for a symlink in a loop: zero escapes", { skip: saf
   while (Date.now() < deadline) {
     i++;
     await Promise.all([
-      attempt("read_file", () => s.call("read_file", { path: "d/f.txt" }), (r) => {
-        if (r.content !== "inside\n") escapes.push(`read_file returned ${JSON.stringify(r.content)}`);
-      }),
-      attempt("hash_file", () => s.call("hash_file", { path: "d/f.txt" }), (r) => {
-        if (r.hash === secretHash) escapes.push("hash_file hashed the outside file");
-      }),
-      attempt("grep", () => s.call("grep", { pattern: "SECRET", literal: true, path: "d" }), (r) => {
-        if (r.count !== 0) escapes.push("grep matched outside content");
-      }),
-      attempt("list_directory", () => s.call("list_directory", { path: "d" }), (r) => {
-        if ((r.entries as { name: string }[]).some((e) => e.name === "outside-only.txt")) escapes.push("list_directory listed the outside");
-      }),
-      attempt("write_file", () => s.call("write_file", { path: `d/w-${i}.txt`, content: "written\n" }, "apply"), () => {}),
-      attempt("append_file", () => s.call("append_file", { path: "d/log.txt", content: `${i}\n` }, "apply"), () => {}),
-      attempt("edit_file", () => s.call("edit_file", { path: "d/f.txt", edits: [{ find: "inside", replace: "inside" }] }, "apply"), () => {}),
-      attempt("create_directory", () => s.call("create_directory", { path: `d/sub-${i}/x` }, "apply"), () => {}),
-      attempt("copy", () => s.call("copy", { from: "d/f.txt", to: `d/copy-${i}.txt` }, "apply"), () => {}),
-      attempt("delete", () => s.call("delete", { path: `d/w-${i - 1}.txt` }, "apply"), () => {}),
+      attempt(
+        "read_file",
+        () => s.call("read_file", { path: "d/f.txt" }),
+        (r) => {
+          if (r.content !== "inside\n") escapes.push(`read_file returned ${JSON.stringify(r.content)}`);
+        },
+      ),
+      attempt(
+        "hash_file",
+        () => s.call("hash_file", { path: "d/f.txt" }),
+        (r) => {
+          if (r.hash === secretHash) escapes.push("hash_file hashed the outside file");
+        },
+      ),
+      attempt(
+        "grep",
+        () => s.call("grep", { pattern: "SECRET", literal: true, path: "d" }),
+        (r) => {
+          if (r.count !== 0) escapes.push("grep matched outside content");
+        },
+      ),
+      attempt(
+        "list_directory",
+        () => s.call("list_directory", { path: "d" }),
+        (r) => {
+          if ((r.entries as { name: string }[]).some((e) => e.name === "outside-only.txt")) escapes.push("list_directory listed the outside");
+        },
+      ),
+      attempt(
+        "write_file",
+        () => s.call("write_file", { path: `d/w-${i}.txt`, content: "written\n" }, "apply"),
+        () => {},
+      ),
+      attempt(
+        "append_file",
+        () => s.call("append_file", { path: "d/log.txt", content: `${i}\n` }, "apply"),
+        () => {},
+      ),
+      attempt(
+        "edit_file",
+        () => s.call("edit_file", { path: "d/f.txt", edits: [{ find: "inside", replace: "inside" }] }, "apply"),
+        () => {},
+      ),
+      attempt(
+        "create_directory",
+        () => s.call("create_directory", { path: `d/sub-${i}/x` }, "apply"),
+        () => {},
+      ),
+      attempt(
+        "copy",
+        () => s.call("copy", { from: "d/f.txt", to: `d/copy-${i}.txt` }, "apply"),
+        () => {},
+      ),
+      attempt(
+        "delete",
+        () => s.call("delete", { path: `d/w-${i - 1}.txt` }, "apply"),
+        () => {},
+      ),
     ]);
   }
   await exited;

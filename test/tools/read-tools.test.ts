@@ -47,7 +47,11 @@ t.test("walks stop at 128 levels and say so", async (t) => {
   const s = await sandbox(t);
   s.write(`${"d/".repeat(130)}deep.txt`, "deep needle\n");
   s.write("shallow.txt", "shallow needle\n");
-  t.match(await s.call("list_directory", { recursive: true, limit: 1 }), { depthLimitedDirectories: 1, omitted: 128 }, "128 folders and a file; the 128th folder is listed, not entered");
+  t.match(
+    await s.call("list_directory", { recursive: true, limit: 1 }),
+    { depthLimitedDirectories: 1, omitted: 128 },
+    "128 folders and a file; the 128th folder is listed, not entered",
+  );
   t.match(await s.call("grep", { pattern: "needle" }), { count: 1 });
   t.match(await s.call("glob", { pattern: "**/*.txt" }), { count: 1, depthLimitedDirectories: 1 });
 });
@@ -66,7 +70,15 @@ t.test("list_directory: 1000 entries at most, the rest counted", async (t) => {
 t.test("read_file: text, ranges, line endings", async (t) => {
   const s = await sandbox(t);
   s.writeAll({ "lines.txt": "one\ntwo\nthree\nfour\n", "crlf.txt": "a\r\nb\r\n", "nonl.txt": "x\ny", "empty.txt": "" });
-  t.match(await s.call("read_file", { path: "lines.txt" }), { content: "one\ntwo\nthree\nfour\n", startLine: 1, endLine: 4, totalLines: 4, truncated: false, omittedBytes: 0, size: 19 });
+  t.match(await s.call("read_file", { path: "lines.txt" }), {
+    content: "one\ntwo\nthree\nfour\n",
+    startLine: 1,
+    endLine: 4,
+    totalLines: 4,
+    truncated: false,
+    omittedBytes: 0,
+    size: 19,
+  });
   t.match(await s.call("read_file", { path: "lines.txt", startLine: 2, endLine: 3 }), { content: "two\nthree\n", startLine: 2, endLine: 3, totalLines: 4 });
   t.match(await s.call("read_file", { path: "lines.txt", startLine: 3 }), { content: "three\nfour\n", endLine: 4 });
   t.match(await s.call("read_file", { path: "lines.txt", endLine: 99 }), { content: "one\ntwo\nthree\nfour\n", endLine: 4 });
@@ -188,14 +200,25 @@ t.test("grep", async (t) => {
   t.match(basic, { count: 4, truncated: false, omittedMatches: 0, limit: 200, lineLimitBytes: 1024, filesMatched: 4, skipped: { binary: 1 } });
   t.same((basic.matches as { text: string }[])[1]!.text, "beta", "CR stripped from CRLF lines");
   t.match((basic.matches as unknown[])[0], { path: "a.txt", line: 3, column: 7, matchLength: 4, text: "gamma beta" });
-  t.match((await s.call("grep", { pattern: "m+a b", path: "a.txt" })).matches, [{ column: 3, matchLength: 5 }], "the match's own length, for marking it exactly");
+  t.match(
+    (await s.call("grep", { pattern: "m+a b", path: "a.txt" })).matches,
+    [{ column: 3, matchLength: 5 }],
+    "the match's own length, for marking it exactly",
+  );
   t.same(hits(await s.call("grep", { pattern: "beta", ignoreCase: true })), ["a.txt:2", "a.txt:3", "crlf.txt:1", "dist/out.js:1", "src/b.ts:1"]);
   t.same(hits(await s.call("grep", { pattern: "a.b(c)", literal: true })), ["src/b.ts:2"]);
   t.same(hits(await s.call("grep", { pattern: "^[A-Z]" })), ["a.txt:2"]);
   t.same(hits(await s.call("grep", { pattern: "beta", include: "*.ts" })), ["src/b.ts:1"]);
   t.same(hits(await s.call("grep", { pattern: "beta", include: ["*.ts", "*.js"] })), ["dist/out.js:1", "src/b.ts:1"]);
   t.same(hits(await s.call("grep", { pattern: "beta", exclude: ["dist", "*.txt"] })), ["src/b.ts:1"]);
-  t.same(hits(await s.call("grep", { pattern: "beta", includeIgnored: true })), [".git/config:1", "a.txt:3", "crlf.txt:1", "dist/out.js:1", "node_modules/x/beta.js:1", "src/b.ts:1"]);
+  t.same(hits(await s.call("grep", { pattern: "beta", includeIgnored: true })), [
+    ".git/config:1",
+    "a.txt:3",
+    "crlf.txt:1",
+    "dist/out.js:1",
+    "node_modules/x/beta.js:1",
+    "src/b.ts:1",
+  ]);
   t.same(hits(await s.call("grep", { pattern: "beta", path: "a.txt" })), ["a.txt:3"]);
   t.same(hits(await s.call("grep", { pattern: "^$" })), [], "an empty file has no lines");
 
@@ -221,7 +244,14 @@ t.test("grep: 200 matches and 1 KB per line", async (t) => {
   const long = `${"a".repeat(5000)}NEEDLE${"b".repeat(5000)}`;
   s.write("long.txt", `${long}\nshort NEEDLE\n`);
   const cut = await s.call("grep", { pattern: "NEEDLE", path: "long.txt", context: 1 });
-  const [first, second] = cut.matches as { text: string; textTruncated?: boolean; omittedBytes?: number; column: number; textStartColumn?: number; after?: string[] }[];
+  const [first, second] = cut.matches as {
+    text: string;
+    textTruncated?: boolean;
+    omittedBytes?: number;
+    column: number;
+    textStartColumn?: number;
+    after?: string[];
+  }[];
   t.ok(Buffer.byteLength(first!.text) <= 1024);
   t.match(first!.text, /NEEDLE/, "the window shows the match");
   t.match(first, { textTruncated: true, column: 5001, omittedBytes: long.length - first!.text.length });

@@ -28,7 +28,19 @@ function syntaxCode(input: unknown, flavor: "posix" | "win32"): string {
 
 t.test("lexical rules: NUL, UNC, extended-length and device prefixes", async (t) => {
   const s = await sandbox(t);
-  for (const bad of ["a\0b", "\0", "", "//server/share/x", "\\\\server\\share\\x", "\\\\?\\C:\\x", "//?/C:/x", "\\\\.\\PhysicalDrive0", "//./COM1", "\\??\\C:\\x", "x".repeat(5000)]) {
+  for (const bad of [
+    "a\0b",
+    "\0",
+    "",
+    "//server/share/x",
+    "\\\\server\\share\\x",
+    "\\\\?\\C:\\x",
+    "//?/C:/x",
+    "\\\\.\\PhysicalDrive0",
+    "//./COM1",
+    "\\??\\C:\\x",
+    "x".repeat(5000),
+  ]) {
     t.equal(await code(s.scope.resolve(bad)), "INVALID_PATH", JSON.stringify(bad.slice(0, 30)));
   }
   // Through a tool the same input is refused before any tool code runs, with the field named.
@@ -39,7 +51,21 @@ t.test("lexical rules: NUL, UNC, extended-length and device prefixes", async (t)
 });
 
 t.test("lexical rules for Windows paths hold on every platform", async (t) => {
-  for (const bad of ["C:foo", "C:", "\\foo", "/foo", "C:\\a\\file.txt:stream", "C:\\a\\CON", "nul.txt", "dir\\COM1.log ", "a\\LPT9", "CONOUT$", "a<b", "a|b", "\\\\srv\\share"]) {
+  for (const bad of [
+    "C:foo",
+    "C:",
+    "\\foo",
+    "/foo",
+    "C:\\a\\file.txt:stream",
+    "C:\\a\\CON",
+    "nul.txt",
+    "dir\\COM1.log ",
+    "a\\LPT9",
+    "CONOUT$",
+    "a<b",
+    "a|b",
+    "\\\\srv\\share",
+  ]) {
     t.equal(syntaxCode(bad, "win32"), "INVALID_PATH", bad);
   }
   for (const good of ["C:\\Users\\me\\x.txt", "c:/data/x", "rel\\dir\\file.txt", "console.txt", "com10", "..\\x"]) {
@@ -53,7 +79,15 @@ t.test("lexical rules for Windows paths hold on every platform", async (t) => {
 t.test("traversal with .. is resolved, then refused outside the roots", async (t) => {
   const s = await sandbox(t);
   s.write("sub/a.txt", "a\n");
-  for (const bad of ["../outside/secret.txt", "sub/../../outside/secret.txt", "../../../../../../etc/passwd", "/etc/passwd", path.join(s.outside, "secret.txt"), "..", `${s.root}/..`]) {
+  for (const bad of [
+    "../outside/secret.txt",
+    "sub/../../outside/secret.txt",
+    "../../../../../../etc/passwd",
+    "/etc/passwd",
+    path.join(s.outside, "secret.txt"),
+    "..",
+    `${s.root}/..`,
+  ]) {
     t.equal(await code(s.scope.resolve(bad)), "OUTSIDE_ROOTS", bad);
   }
   t.equal(await s.scope.resolve("sub/.."), s.root);

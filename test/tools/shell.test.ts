@@ -40,7 +40,11 @@ t.test("a named shell-out runs a fixed program with only the declared arguments"
   t.match(plain, { exitCode: 0, ok: true, truncated: false, command: [printArgs, "convert", "ifc", "--to", "glb", "--level=3"] });
 
   const full = await run({ from: "step", to: "ifc", level: 9, folder: "models", verbose: true, note: "a; rm -rf / $(whoami) `id` | x" });
-  t.same(lines(full), ["convert", "step", "--to", "ifc", "--merge", path.join(s.root, "models"), "-v", "--level=9", "--note", "a; rm -rf / $(whoami) `id` | x", `cwd=${s.root}`], "values stay single arguments; nothing is interpreted");
+  t.same(
+    lines(full),
+    ["convert", "step", "--to", "ifc", "--merge", path.join(s.root, "models"), "-v", "--level=9", "--note", "a; rm -rf / $(whoami) `id` | x", `cwd=${s.root}`],
+    "values stay single arguments; nothing is interpreted",
+  );
 
   const code = async (input: unknown) => {
     try {
@@ -69,7 +73,8 @@ t.test("exit status, output limits, time-outs, cancellation, missing programs", 
   const bin = tempDir(t, "tether-bin-");
   const tool = (name: string, body: string, extra: object = {}): LocalTool =>
     defineShellTool({ name, description: "d", command: [script(bin, name, body)], ...extra });
-  const run = (tl: LocalTool, signal?: AbortSignal) => invokeTool([tl], tl.name, {}, { scope: s.scope, ...(signal ? { signal } : {}) }) as Promise<Record<string, unknown>>;
+  const run = (tl: LocalTool, signal?: AbortSignal) =>
+    invokeTool([tl], tl.name, {}, { scope: s.scope, ...(signal ? { signal } : {}) }) as Promise<Record<string, unknown>>;
   const code = async (p: Promise<unknown>) => {
     try {
       await p;
@@ -119,6 +124,14 @@ t.test("shell tool definitions are checked", async (t) => {
     { command: ["tool", "{s}"], args: { s: { type: "string", pattern: "(" } } },
     { command: ["tool", []] },
   ];
-  for (const def of bad) t.equal(definitionCode(() => defineShellTool({ ...base, ...def } as never)), "INVALID_DEFINITION", JSON.stringify(def.command));
-  t.equal(definitionCode(() => defineShellTool({ ...base, command: ["tool", ["--opt", "{opt}"]], args: { opt: { type: "string", optional: true } } })), "OK");
+  for (const def of bad)
+    t.equal(
+      definitionCode(() => defineShellTool({ ...base, ...def } as never)),
+      "INVALID_DEFINITION",
+      JSON.stringify(def.command),
+    );
+  t.equal(
+    definitionCode(() => defineShellTool({ ...base, command: ["tool", ["--opt", "{opt}"]], args: { opt: { type: "string", optional: true } } })),
+    "OK",
+  );
 });

@@ -18,7 +18,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       return reply.code(503).send({ code: "DATABASE_UNAVAILABLE", message: "The database does not answer" });
     }
     if (fastify.hasDecorator("tetherHost") && !fastify.tetherHost.dispatcher.available()) {
-      return reply.code(503).send({ code: "DISPATCH_UNAVAILABLE", message: "Calls to devices cannot be routed: the shared dispatcher (Redis) does not answer" });
+      return reply
+        .code(503)
+        .send({ code: "DISPATCH_UNAVAILABLE", message: "Calls to devices cannot be routed: the shared dispatcher (Redis) does not answer" });
     }
     return { status: "ok" as const };
   });

@@ -85,19 +85,19 @@ const plugin: FastifyPluginAsyncTypebox<ActivityPluginOptions> = async (fastify,
 /** The JSON API, in a context of its own (its strict validator stays here). */
 const activityApi: FastifyPluginAsyncTypebox = async (api) => {
   const db = api.tetherDb;
-    api.setValidatorCompiler(strictValidatorCompiler);
-    const response = jsonResponses({ 200: ActivityPageSchema });
+  api.setValidatorCompiler(strictValidatorCompiler);
+  const response = jsonResponses({ 200: ActivityPageSchema });
 
-    api.get("/api/activity", { schema: { querystring: OwnQuery, response } }, async (request) => {
-      const session = await request.getSession({ requiredScope: SCOPES.activity });
-      if (!session) throw unauthorized();
-      return listActivity(db, { ...request.query, limit: limitOf(request.query.limit), userId: session.user.id });
-    });
+  api.get("/api/activity", { schema: { querystring: OwnQuery, response } }, async (request) => {
+    const session = await request.getSession({ requiredScope: SCOPES.activity });
+    if (!session) throw unauthorized();
+    return listActivity(db, { ...request.query, limit: limitOf(request.query.limit), userId: session.user.id });
+  });
 
-    api.get("/api/admin/activity", { schema: { querystring: AdminQuery, response } }, async (request) => {
-      await request.requireSiteAdmin({ requiredScope: SCOPES.admin });
-      return listActivity(db, { ...request.query, limit: limitOf(request.query.limit) });
-    });
+  api.get("/api/admin/activity", { schema: { querystring: AdminQuery, response } }, async (request) => {
+    await request.requireSiteAdmin({ requiredScope: SCOPES.admin });
+    return listActivity(db, { ...request.query, limit: limitOf(request.query.limit) });
+  });
 };
 
 export const activityPlugin = fp(plugin, {

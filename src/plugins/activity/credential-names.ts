@@ -16,13 +16,20 @@ export async function credentialNames(db: Kysely<Database>, credentials: Iterabl
   }
   const names = new Map<string, string>();
   if (tokens.size > 0) {
-    const rows = await db.selectFrom("api_token").select(["id", "name"]).where("id", "in", [...tokens]).execute();
+    const rows = await db
+      .selectFrom("api_token")
+      .select(["id", "name"])
+      .where("id", "in", [...tokens])
+      .execute();
     for (const row of rows) names.set(`token:${row.id}`, row.name);
   }
   if (clients.size > 0) {
     const table = await sql<{ found: string | null }>`select to_regclass('"oauthClient"')::text as found`.execute(db);
     if (table.rows[0]?.found) {
-      const rows = await sql<{ clientId: string; name: string | null }>`select "clientId", "name" from "oauthClient" where "clientId" in (${sql.join([...clients])})`.execute(db);
+      const rows = await sql<{
+        clientId: string;
+        name: string | null;
+      }>`select "clientId", "name" from "oauthClient" where "clientId" in (${sql.join([...clients])})`.execute(db);
       for (const row of rows.rows) if (row.name) names.set(`oauth:${row.clientId}`, row.name);
     }
   }

@@ -86,7 +86,10 @@ export async function listActivity(db: Kysely<Database>, query: ActivityQuery): 
   if (before !== undefined) select = select.where("a.id", "<", String(before));
   const rows = await select.execute();
   const page = rows.slice(0, limit);
-  const names = await credentialNames(db, page.map((row) => row.credential));
+  const names = await credentialNames(
+    db,
+    page.map((row) => row.credential),
+  );
   return {
     entries: page.map((row) => ({
       id: String(row.id),

@@ -44,7 +44,9 @@ export function accountRecovery(record: (entry: ActivityEntry) => void): BetterA
  * builds it, which registers this file's plugin): the user a request's cookie stands for while it lasts, or null
  * (no cookie, a forged or foreign one, or expired).
  */
-export async function recoveryReader(auth: Pick<BetterAuth<BetterAuthOptions>, "$context">): Promise<{ cookieName: string; userOf(cookies: Record<string, string | undefined>): Promise<string | null> }> {
+export async function recoveryReader(
+  auth: Pick<BetterAuth<BetterAuthOptions>, "$context">,
+): Promise<{ cookieName: string; userOf(cookies: Record<string, string | undefined>): Promise<string | null> }> {
   const context = await auth.$context;
   const cookieName = context.createAuthCookie(RECOVERY_COOKIE).name;
   return {

@@ -22,7 +22,13 @@ const SECOND_FACTORS: Record<string, string> = {
   "/two-factor/verify-backup-code": "password+backup-code",
 };
 
-const WATCHED = new Set(["/sign-up/email", "/sign-in/email", "/passkey/verify-authentication", ...Object.keys(ACCOUNT_CHANGES), ...Object.keys(SECOND_FACTORS)]);
+const WATCHED = new Set([
+  "/sign-up/email",
+  "/sign-in/email",
+  "/passkey/verify-authentication",
+  ...Object.keys(ACCOUNT_CHANGES),
+  ...Object.keys(SECOND_FACTORS),
+]);
 
 /** better-auth's two-factor challenge cookie (`two_factor`), set between the password and the code. */
 const TWO_FACTOR_COOKIE = "two_factor";
@@ -33,8 +39,7 @@ const TWO_FACTOR_COOKIE = "two_factor";
  * endpoints. `record` queues the row: nothing here waits for the database write.
  */
 export function authActivity(record: (entry: ActivityEntry) => void): BetterAuthPlugin {
-  const entry = (ctx: HookContext, fields: Omit<ActivityEntry, "ipAddress" | "userAgent">) =>
-    record({ ...fields, ...requestOrigin(ctx.headers) });
+  const entry = (ctx: HookContext, fields: Omit<ActivityEntry, "ipAddress" | "userAgent">) => record({ ...fields, ...requestOrigin(ctx.headers) });
 
   const failureCode = (returned: unknown) => {
     if (!(returned instanceof APIError)) return null;
@@ -69,9 +74,12 @@ export function authActivity(record: (entry: ActivityEntry) => void): BetterAuth
     const challenge = await ctx.getSignedCookie(cookie.name, ctx.context.secret);
     if (challenge) {
       const userId = failed ? ((await ctx.context.internalAdapter.findVerificationValue(challenge))?.value ?? null) : (ctx.context.newSession?.user.id ?? null);
-      entry(ctx, failed
-        ? { userId, event: "sign-in.failed", actor: "visitor", outcome: "error", errorCode: String(failureCode(ctx.context.returned)), detail: { method } }
-        : { userId, event: "sign-in", actor: "visitor", outcome: "ok", detail: { method } });
+      entry(
+        ctx,
+        failed
+          ? { userId, event: "sign-in.failed", actor: "visitor", outcome: "error", errorCode: String(failureCode(ctx.context.returned)), detail: { method } }
+          : { userId, event: "sign-in", actor: "visitor", outcome: "ok", detail: { method } },
+      );
       return;
     }
     // Signed in: a first accepted code turns TOTP on, and better-auth then renews the session.
@@ -98,9 +106,19 @@ export function authActivity(record: (entry: ActivityEntry) => void): BetterAuth
             if (method) return secondFactor(ctx, method, failed);
             if (path === "/passkey/verify-authentication") {
               const userId = ctx.context.newSession?.user.id ?? null;
-              entry(ctx, failed
-                ? { userId, event: "sign-in.failed", actor: "visitor", outcome: "error", errorCode: String(failureCode(ctx.context.returned)), detail: { method: "passkey" } }
-                : { userId, event: "sign-in", actor: "visitor", outcome: "ok", detail: { method: "passkey" } });
+              entry(
+                ctx,
+                failed
+                  ? {
+                      userId,
+                      event: "sign-in.failed",
+                      actor: "visitor",
+                      outcome: "error",
+                      errorCode: String(failureCode(ctx.context.returned)),
+                      detail: { method: "passkey" },
+                    }
+                  : { userId, event: "sign-in", actor: "visitor", outcome: "ok", detail: { method: "passkey" } },
+              );
               return;
             }
             const event = ACCOUNT_CHANGES[path];
@@ -108,9 +126,11 @@ export function authActivity(record: (entry: ActivityEntry) => void): BetterAuth
             if (!event || failed || !userId) return;
             const body = ctx.body as { revokeOtherSessions?: unknown; name?: unknown } | undefined;
             const detail: ActivityEntry["detail"] =
-              event === "password.change" ? { otherSessionsSignedOut: body?.revokeOtherSessions === true }
-              : event === "passkey.add" && typeof body?.name === "string" ? { name: body.name.slice(0, 100) }
-              : null;
+              event === "password.change"
+                ? { otherSessionsSignedOut: body?.revokeOtherSessions === true }
+                : event === "passkey.add" && typeof body?.name === "string"
+                  ? { name: body.name.slice(0, 100) }
+                  : null;
             entry(ctx, { userId, event, actor: "session", outcome: "ok", detail });
           }),
         },

@@ -66,11 +66,14 @@ export function edgeSso(options: EdgeSsoOptions): BetterAuthPlugin {
           if (!options.provision) {
             throw new APIError("FORBIDDEN", { code: "EDGE_UNKNOWN_USER", message: "No account exists for this identity" });
           }
-          user = await internal.createUser({
-            email,
-            name: principal.slice(0, 200) || email.split("@")[0]!,
-            emailVerified: true,
-          }, { method: "edge-sso" });
+          user = await internal.createUser(
+            {
+              email,
+              name: principal.slice(0, 200) || email.split("@")[0]!,
+              emailVerified: true,
+            },
+            { method: "edge-sso" },
+          );
         }
         if ((user as { deactivatedAt?: Date | null }).deactivatedAt) {
           throw new APIError("FORBIDDEN", { code: "ACCOUNT_DEACTIVATED", message: "This account is deactivated" });

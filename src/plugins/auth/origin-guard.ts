@@ -37,7 +37,8 @@ export const originGuardPlugin = fp<OriginGuardOptions>(
       if (SAFE_METHODS.has(request.method)) return done();
       const verdict = judgeOrigin(request, trusted);
       if (verdict === "untrusted") return done(new HttpError(403, "INVALID_ORIGIN", "This request came from an origin that is not trusted"));
-      if (verdict === "missing") return done(new HttpError(403, "MISSING_ORIGIN", "A request carrying cookies must say where it comes from (Origin or Referer)"));
+      if (verdict === "missing")
+        return done(new HttpError(403, "MISSING_ORIGIN", "A request carrying cookies must say where it comes from (Origin or Referer)"));
       done();
     });
   },

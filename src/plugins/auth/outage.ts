@@ -16,7 +16,10 @@ export const databaseOutagePlugin = {
         handler: createAuthMiddleware(async (ctx) => {
           const returned = ctx.context.returned;
           if (isAPIError(returned) && returned.statusCode >= 500 && isDatabaseUnavailable(returned.cause)) {
-            throw new APIError("SERVICE_UNAVAILABLE", { code: "DATABASE_UNAVAILABLE", message: "The database is unavailable right now; try again in a moment" });
+            throw new APIError("SERVICE_UNAVAILABLE", {
+              code: "DATABASE_UNAVAILABLE",
+              message: "The database is unavailable right now; try again in a moment",
+            });
           }
         }),
       },

@@ -50,7 +50,11 @@ export function createRefusalCache(options: { maxEntries?: number; now?: () => n
       }
       // As better-auth words it; the seconds left count the second left to better-auth.
       const retryAfter = Math.ceil(left / 1000) + 1;
-      return new Response(RATE_LIMITED_BODY, { status: 429, statusText: "Too Many Requests", headers: { "content-type": "application/json", "x-retry-after": String(retryAfter) } });
+      return new Response(RATE_LIMITED_BODY, {
+        status: 429,
+        statusText: "Too Many Requests",
+        headers: { "content-type": "application/json", "x-retry-after": String(retryAfter) },
+      });
     },
     async remember(key, response) {
       if (response.status !== 429) return;

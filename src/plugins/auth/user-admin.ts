@@ -26,11 +26,7 @@ export function userAdmin(auth: Auth, db: Kysely<Database>) {
 
   return {
     async list(): Promise<UserListing[]> {
-      return db
-        .selectFrom("user")
-        .select(["id", "name", "email", "isSiteAdmin", "deactivatedAt", "createdAt"])
-        .orderBy("createdAt", "asc")
-        .execute();
+      return db.selectFrom("user").select(["id", "name", "email", "isSiteAdmin", "deactivatedAt", "createdAt"]).orderBy("createdAt", "asc").execute();
     },
 
     async findByEmail(email: string): Promise<UserListing | undefined> {

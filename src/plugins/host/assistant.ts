@@ -55,7 +55,9 @@ export async function assistantTools(service: AssistantHost, userId: string): Pr
     const deviceIds = entry.devices.map((device) => device.id);
     const shown = toolForModel(entry.tool);
     const deviceList = fenceUntrusted(
-      entry.devices.map(deviceForModel).map((device) => ({ id: device.id, name: device.name, platform: device.platform, roots: device.roots, new: device.new })),
+      entry.devices
+        .map(deviceForModel)
+        .map((device) => ({ id: device.id, name: device.name, platform: device.platform, roots: device.roots, new: device.new })),
       "devices",
     );
     // A device's own `deviceId` input, if it announced one, never replaces this one.
@@ -85,7 +87,8 @@ export async function assistantTools(service: AssistantHost, userId: string): Pr
           const outcome = await service.call({ userId, actor: "assistant" }, { deviceId, tool: name, input: toolInput, requireClass: "read" });
           return fenceUntrusted(outcome.kind === "result" ? outcome.result : null, `${deviceId}:${name}`);
         } catch (error) {
-          if (error instanceof DeviceCallError && error.fromTool) throw new DeviceCallError(error.code, deviceErrorForModel(error.message, `${deviceId}:${name}`), true);
+          if (error instanceof DeviceCallError && error.fromTool)
+            throw new DeviceCallError(error.code, deviceErrorForModel(error.message, `${deviceId}:${name}`), true);
           throw error;
         }
       },

@@ -24,14 +24,24 @@ export function grantAllows(grant: DeviceGrant, deviceId: string): boolean {
 
 /** The grant stored for one credential of `userId`; undefined when none (all devices). */
 export async function deviceGrantOf(db: Kysely<Database>, userId: string, credential: string): Promise<DeviceGrant> {
-  const row = await db.selectFrom("host_device_grant").select("device_ids").where("user_id", "=", userId).where("credential", "=", credential).executeTakeFirst();
+  const row = await db
+    .selectFrom("host_device_grant")
+    .select("device_ids")
+    .where("user_id", "=", userId)
+    .where("credential", "=", credential)
+    .executeTakeFirst();
   return row ? parseIds(row.device_ids) : undefined;
 }
 
 /** The grants of several credentials at once (the token list shows them), keyed by credential. */
 export async function deviceGrantsOf(db: Kysely<Database>, userId: string, credentials: readonly string[]): Promise<Map<string, string[]>> {
   if (credentials.length === 0) return new Map();
-  const rows = await db.selectFrom("host_device_grant").select(["credential", "device_ids"]).where("user_id", "=", userId).where("credential", "in", credentials).execute();
+  const rows = await db
+    .selectFrom("host_device_grant")
+    .select(["credential", "device_ids"])
+    .where("user_id", "=", userId)
+    .where("credential", "in", credentials)
+    .execute();
   return new Map(rows.map((row) => [row.credential, parseIds(row.device_ids)]));
 }
 
@@ -58,7 +68,13 @@ export async function checkGrantableDevices(db: Kysely<Database>, userId: string
   const wanted = [...new Set(deviceIds)];
   if (wanted.length > MAX_GRANTED_DEVICES) throw new HttpError(400, "INVALID_INPUT", `A credential can be limited to at most ${MAX_GRANTED_DEVICES} devices`);
   if (wanted.length === 0) return wanted;
-  const rows = await db.selectFrom("host_device").select("id").where("user_id", "=", userId).where("revoked_at", "is", null).where("id", "in", wanted).execute();
+  const rows = await db
+    .selectFrom("host_device")
+    .select("id")
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .where("id", "in", wanted)
+    .execute();
   const owned = new Set(rows.map((row) => row.id));
   const unknown = wanted.filter((id) => !owned.has(id));
   if (unknown.length > 0) throw new HttpError(400, "UNKNOWN_DEVICE", `You have no device with the id ${JSON.stringify(unknown[0]!.slice(0, 100))}`);

@@ -189,7 +189,9 @@ function credentialPlugin(db: HostDeviceAuthorizationOptions["db"]): BetterAuthP
   // The OAuth provider's token endpoint takes the device_code grant for tether-host's codes, and its
   // metadata names where codes are asked for: what an RFC 8628 client discovers and uses.
   const providerExtension: OAuthProviderExtension = {
-    grants: { [DEVICE_CODE_GRANT_TYPE]: async ({ ctx }) => (await redeem(db, ctx, (ctx.body ?? {}) as Record<string, unknown>)) as unknown as OAuthTokenResponse },
+    grants: {
+      [DEVICE_CODE_GRANT_TYPE]: async ({ ctx }) => (await redeem(db, ctx, (ctx.body ?? {}) as Record<string, unknown>)) as unknown as OAuthTokenResponse,
+    },
     metadata: ({ ctx }) => ({ device_authorization_endpoint: `${ctx.context.baseURL}/device/code` }),
   };
 

@@ -3,7 +3,14 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { describeError } from "../../http/error-handler.js";
 import { badRequest, HttpError } from "../../http/errors.js";
 import { jsonResponses, NoContent } from "../../http/response-schemas.js";
-import { CallOutcomeSchema, MAX_RESULT_BATCH_BYTES, ResultBatchReplySchema, ResultBatchSchema, ResultParamsSchema, type ResultBatchReply } from "../../protocol/index.js";
+import {
+  CallOutcomeSchema,
+  MAX_RESULT_BATCH_BYTES,
+  ResultBatchReplySchema,
+  ResultBatchSchema,
+  ResultParamsSchema,
+  type ResultBatchReply,
+} from "../../protocol/index.js";
 import { HostError, toHttpError } from "./errors.js";
 import { MAX_RESULT_BODY, nestingExceeds, RESULT_BODY_LIMITS } from "./result-body.js";
 

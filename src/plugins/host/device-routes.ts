@@ -140,7 +140,10 @@ const helloRoutes: FastifyPluginAsyncTypebox<DeviceRoutesOptions> = async (fasti
   fastify.post("/api/host/update-report", { schema: { body: UpdateReportSchema, response: jsonResponses({ 204: NoContent }) } }, async (request, reply) => {
     const device = request.tetherDevice!;
     await recordUpdateReport(fastify.tetherDb, device.id, request.body);
-    request.log.info({ device: device.id, update: { ok: request.body.ok, from: request.body.from, to: request.body.to, code: request.body.code } }, "device update report");
+    request.log.info(
+      { device: device.id, update: { ok: request.body.ok, from: request.body.from, to: request.body.to, code: request.body.code } },
+      "device update report",
+    );
     return reply.code(204).send();
   });
 };

@@ -11,13 +11,19 @@ export interface StoredUpdateReport extends UpdateReport {
 /** Keeps the device's latest report, replacing the one before. */
 export async function recordUpdateReport(db: Kysely<Database>, deviceId: string, report: UpdateReport, receivedAt = new Date()): Promise<void> {
   const stored: StoredUpdateReport = { ...report, receivedAt: receivedAt.toISOString() };
-  await db.updateTable("host_device").set({ last_update: JSON.stringify(stored) }).where("id", "=", deviceId).execute();
+  await db
+    .updateTable("host_device")
+    .set({ last_update: JSON.stringify(stored) })
+    .where("id", "=", deviceId)
+    .execute();
 }
 
 /** The stored value, if it has the shape this server writes (anything else reads as none). */
 export function storedUpdateReport(value: unknown): StoredUpdateReport | null {
   const report = value as Partial<StoredUpdateReport> | null;
-  return report && typeof report.ok === "boolean" && typeof report.from === "string" && typeof report.receivedAt === "string" ? (report as StoredUpdateReport) : null;
+  return report && typeof report.ok === "boolean" && typeof report.from === "string" && typeof report.receivedAt === "string"
+    ? (report as StoredUpdateReport)
+    : null;
 }
 
 /** True when the device announced a tether-host older than the server's minimum (`MIN_HOST_VERSION`). */

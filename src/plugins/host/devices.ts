@@ -132,7 +132,11 @@ export async function touchDevice(db: Kysely<Database>, deviceId: string, force 
   const now = Date.now();
   if (force) lastSeen.written(deviceId, now);
   else if (!lastSeen.due(deviceId, now)) return;
-  await db.updateTable("host_device").set({ last_seen_at: new Date(now) }).where("id", "=", deviceId).execute();
+  await db
+    .updateTable("host_device")
+    .set({ last_seen_at: new Date(now) })
+    .where("id", "=", deviceId)
+    .execute();
 }
 
 /** The owner's devices that are not revoked, newest first. */
@@ -185,5 +189,11 @@ export async function acknowledgeDevice(db: Kysely<Database>, userId: string, de
 
 function toSummary(row: HostDeviceRow): DeviceSummary {
   const summary = camelColumns(row, ["id", "name", "platform", "agent", "tools", "roots", "created_at", "last_seen_at"]);
-  return { ...summary, tools: (row.tools as AnnouncedTool[] | null) ?? [], roots: row.roots ?? [], isNew: row.acknowledged_at === null, lastUpdate: storedUpdateReport(row.last_update) };
+  return {
+    ...summary,
+    tools: (row.tools as AnnouncedTool[] | null) ?? [],
+    roots: row.roots ?? [],
+    isNew: row.acknowledged_at === null,
+    lastUpdate: storedUpdateReport(row.last_update),
+  };
 }

@@ -80,7 +80,13 @@ export function sharedLimits(sizes: readonly DiffSize[], budget: ShowLimits = SH
     }
     return shares;
   };
-  const lines = fill(sizes.map((size) => size.lines), budget.lines);
-  const bytes = fill(sizes.map((size) => size.bytes), budget.bytes);
+  const lines = fill(
+    sizes.map((size) => size.lines),
+    budget.lines,
+  );
+  const bytes = fill(
+    sizes.map((size) => size.bytes),
+    budget.bytes,
+  );
   return sizes.map((_, index) => ({ lines: lines[index]!, bytes: bytes[index]! }));
 }

@@ -88,11 +88,4 @@ export type PresenceListener = (change: PresenceChange) => void;
 export type SettleVerdict = "accepted" | "unknown_call" | "wrong_device" | "already_settled";
 
 export type DispatchErrorCode =
-  | "UNKNOWN_TOOL"
-  | "INVALID_MODE"
-  | "DEVICE_OFFLINE"
-  | "DEVICE_BUSY"
-  | "DEVICE_TIMEOUT"
-  | "DEVICE_DISCONNECTED"
-  | "CALL_ABORTED"
-  | "DISPATCH_UNAVAILABLE";
+  "UNKNOWN_TOOL" | "INVALID_MODE" | "DEVICE_OFFLINE" | "DEVICE_BUSY" | "DEVICE_TIMEOUT" | "DEVICE_DISCONNECTED" | "CALL_ABORTED" | "DISPATCH_UNAVAILABLE";

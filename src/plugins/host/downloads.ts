@@ -65,7 +65,14 @@ export function downloadCatalog(dir: string): DownloadCatalog {
       return undefined;
     }
     if (!info.isFile()) return undefined;
-    return { platform: match[1]!, file, size: info.size, sha256: await sha256Of(file, info.size, info.mtimeMs), path: `${DOWNLOADS_PATH}/${file}`, absolutePath };
+    return {
+      platform: match[1]!,
+      file,
+      size: info.size,
+      sha256: await sha256Of(file, info.size, info.mtimeMs),
+      path: `${DOWNLOADS_PATH}/${file}`,
+      absolutePath,
+    };
   };
 
   return {
@@ -95,7 +102,12 @@ export function downloadCatalog(dir: string): DownloadCatalog {
       } catch {
         return [];
       }
-      const found = await Promise.all(files.filter((file) => EXECUTABLE_NAME.test(file)).sort().map(describe));
+      const found = await Promise.all(
+        files
+          .filter((file) => EXECUTABLE_NAME.test(file))
+          .sort()
+          .map(describe),
+      );
       return found.filter((download) => download !== undefined).map(({ absolutePath: _, ...download }) => download);
     },
     find: describe,

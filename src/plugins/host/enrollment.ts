@@ -25,7 +25,15 @@ const REFUSALS = {
   void: ["PAIRING_CODE_VOID", "This pairing code was voided after too many wrong attempts; mint a new one"],
 } as const;
 
-export function createEnrollment({ db, audit: auditLog, notify }: { db: Kysely<Database>; audit: BatchWriter<AuditRow>; notify: Watchers["notify"] }): Enrollment {
+export function createEnrollment({
+  db,
+  audit: auditLog,
+  notify,
+}: {
+  db: Kysely<Database>;
+  audit: BatchWriter<AuditRow>;
+  notify: Watchers["notify"];
+}): Enrollment {
   return {
     async mintPairingCode(userId) {
       const minted = await mintPairingCode(db, userId);

@@ -88,7 +88,10 @@ export const hostPlugin = fp<HostPluginOptions>(
     const limiterRedis = options.redis && !shared ? connectRedis(options.redis.url, { failFast: true }) : undefined;
     limiterRedis?.on("error", () => {}); // Redis being away is reported by the requests it fails (503)
     const counterRedis = shared?.commands ?? limiterRedis;
-    const enrollLimiter: RateLimiter = createRateLimiter(limit, counterRedis ? createRedisCounterStore(counterRedis, { prefix: `${prefix}enroll:` }) : undefined);
+    const enrollLimiter: RateLimiter = createRateLimiter(
+      limit,
+      counterRedis ? createRedisCounterStore(counterRedis, { prefix: `${prefix}enroll:` }) : undefined,
+    );
     const cache = fastify.tetherDbListen ? new DeviceCache() : undefined;
     // Blobs are optional: with `blobPlugin` registered first, large and binary reads get handles.
     const blobs = fastify.hasDecorator("tetherBlobs") ? fastify.tetherBlobs : undefined;
@@ -101,7 +104,12 @@ export const hostPlugin = fp<HostPluginOptions>(
       ...(options.pendingLimits ? { pendingLimits: options.pendingLimits } : {}),
       ...(options.proposalRetentionMs !== undefined ? { proposalRetentionMs: options.proposalRetentionMs } : {}),
       onBackgroundError: (error) => fastify.log.warn({ err: error }, "host background write failed"),
-      ...(blobs ? { onReadResult: (caller: Caller, deviceId: string, result: unknown) => withBlobHandle(blobs, caller, deviceId, result, (entry) => audit.record(fastify.tetherAudit, entry)) } : {}),
+      ...(blobs
+        ? {
+            onReadResult: (caller: Caller, deviceId: string, result: unknown) =>
+              withBlobHandle(blobs, caller, deviceId, result, (entry) => audit.record(fastify.tetherAudit, entry)),
+          }
+        : {}),
       ...(blobs ? { blobsFor: (userId: string, input: unknown) => blobsForInput(blobs, userId, input) } : {}),
       ...(blobs ? { onRevoked: (deviceId: string) => blobs.deleteForDevice(deviceId) } : {}),
     });

@@ -19,7 +19,6 @@ export interface MemoryDispatcherOptions {
   callIdPrefix?: string;
 }
 
-
 /**
  * The dispatcher of one replica: the device streams it holds, and the calls awaited on them. Its
  * parts: `checkCall` (what refuses a call before it is sent), `CallBook` (awaited and settled calls),
@@ -57,9 +56,7 @@ export function createMemoryDispatcher(options: MemoryDispatcherOptions = {}): D
   return {
     async connect(device, tools, channel) {
       const previous = connections.get(device.id);
-      const connection: Connection = openConnection(device, tools, channel, () =>
-        retire(connection, disconnected("The device disconnected before answering")),
-      );
+      const connection: Connection = openConnection(device, tools, channel, () => retire(connection, disconnected("The device disconnected before answering")));
       connections.set(device.id, connection);
       if (previous) {
         retire(previous, disconnected("The device reconnected before answering; the call was lost"));

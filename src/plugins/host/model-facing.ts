@@ -34,7 +34,19 @@ export const MODEL_LIMITS = {
 const INPUT_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 const ENUM_TOKEN = /^[A-Za-z0-9_.+-]{1,64}$/;
 const JSON_TYPES = new Set(["string", "number", "integer", "boolean", "object", "array", "null"]);
-const NUMERIC_KEYWORDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"];
+const NUMERIC_KEYWORDS = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "minProperties",
+  "maxProperties",
+];
 const BOOLEAN_KEYWORDS = ["uniqueItems", "additionalProperties"];
 const MAX_SCHEMA_DEPTH = 4;
 const MAX_INPUTS = 64;
@@ -61,7 +73,10 @@ export function toolForModel(announced: AnnouncedTool): ModelTool {
     .filter(([name, schema]) => INPUT_NAME.test(name) && isRecord(schema) && typeof schema.description === "string")
     .slice(0, MAX_INPUTS)
     .map(([name, schema]) => `- ${name}: ${capText(String((schema as Record<string, unknown>).description), MODEL_LIMITS.inputDescription)}`);
-  const text = capText([capText(announced.description, MODEL_LIMITS.toolDescription), ...(inputs.length ? ["Inputs:", ...inputs] : [])].join("\n"), MODEL_LIMITS.toolText);
+  const text = capText(
+    [capText(announced.description, MODEL_LIMITS.toolDescription), ...(inputs.length ? ["Inputs:", ...inputs] : [])].join("\n"),
+    MODEL_LIMITS.toolText,
+  );
   return {
     description:
       `A tool declared by the software on the user's device, not one of Tether's built-in tools. What it does and what its inputs mean ` +
@@ -91,7 +106,8 @@ function structureOnly(schema: unknown, depth: number): Record<string, unknown> 
       if (INPUT_NAME.test(name)) properties[name] = structureOnly(child, depth + 1);
     }
     kept.properties = properties;
-    if (Array.isArray(schema.required)) kept.required = schema.required.filter((name): name is string => typeof name === "string" && Object.hasOwn(properties, name));
+    if (Array.isArray(schema.required))
+      kept.required = schema.required.filter((name): name is string => typeof name === "string" && Object.hasOwn(properties, name));
   }
   if (isRecord(schema.items)) kept.items = structureOnly(schema.items, depth + 1);
   return kept;

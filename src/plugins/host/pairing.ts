@@ -16,9 +16,7 @@ export interface MintedPairingCode {
   expiresAt: Date;
 }
 
-export type EnrollOutcome =
-  | { ok: true; deviceId: string; token: string; userId: string }
-  | { ok: false; reason: "invalid" | "expired" | "used" | "void" };
+export type EnrollOutcome = { ok: true; deviceId: string; token: string; userId: string } | { ok: false; reason: "invalid" | "expired" | "used" | "void" };
 
 /** Mints a one-time code for `userId`. Expired codes are swept first (they keep the handle space free). */
 export async function mintPairingCode(db: Kysely<Database>, userId: string, ttlMs = PAIRING_CODE_TTL_MS): Promise<MintedPairingCode> {
@@ -44,10 +42,7 @@ export async function mintPairingCode(db: Kysely<Database>, userId: string, ttlM
  * code its handle names; only the right code learns whether it expired, was used or was voided.
  * Consuming the code and creating the device happen in one transaction, atomically once.
  */
-export async function enrollWithCode(
-  db: Kysely<Database>,
-  input: { code: string; name: string; platform: string },
-): Promise<EnrollOutcome> {
+export async function enrollWithCode(db: Kysely<Database>, input: { code: string; name: string; platform: string }): Promise<EnrollOutcome> {
   const parsed = parsePairingCode(input.code);
   if (!parsed) return { ok: false, reason: "invalid" };
   const row = await db

@@ -58,7 +58,8 @@ export function createProposalService(options: ProposalServiceOptions) {
     },
 
     /** Stores the device's plan as a pending proposal, or refuses it (audited either way). */
-    store: (device: DeviceIdentity, entry: ProposeEntry, plan: unknown, durationMs: number): Promise<Proposal> => storePlan(options, device, entry, plan, durationMs),
+    store: (device: DeviceIdentity, entry: ProposeEntry, plan: unknown, durationMs: number): Promise<Proposal> =>
+      storePlan(options, device, entry, plan, durationMs),
 
     /** Approves and applies: the device runs the stored input in apply mode (audited as approve, then apply). */
     approve: (caller: ProposalCaller, proposalId: string): Promise<{ proposal: Proposal; result: unknown }> => approveAndApply(options, caller, proposalId),
@@ -67,18 +68,33 @@ export function createProposalService(options: ProposalServiceOptions) {
       const decision = await proposals.reject(db, caller.userId, proposalId, caller.actor);
       if (!decision.ok) throw refusal(decision);
       const { proposal } = decision;
-      audit.record(auditLog, { userId: caller.userId, deviceId: proposal.deviceId, proposalId, actor: caller.actor, tool: proposal.tool, event: "reject", outcome: "ok" });
+      audit.record(auditLog, {
+        userId: caller.userId,
+        deviceId: proposal.deviceId,
+        proposalId,
+        actor: caller.actor,
+        tool: proposal.tool,
+        event: "reject",
+        outcome: "ok",
+      });
       notify(caller.userId, "proposals");
       return proposal;
     },
 
-    pendingProposals: async (userId: string, page: { cursor?: string | undefined; limit?: number | undefined } = {}, deviceIds?: readonly string[]): Promise<PendingPage<ProposalSummary>> => {
+    pendingProposals: async (
+      userId: string,
+      page: { cursor?: string | undefined; limit?: number | undefined } = {},
+      deviceIds?: readonly string[],
+    ): Promise<PendingPage<ProposalSummary>> => {
       const found = await proposals.pendingPage(db, userId, { cursor: page.cursor, limit: pageSize(page.limit), deviceIds });
       if (!found) throw badCursor();
       return found;
     },
 
-    pendingWithDiffs: async (userId: string, page: { cursor?: string | undefined; limit: number; diffHeadChars: number }): Promise<PendingPage<PendingWithDiff>> => {
+    pendingWithDiffs: async (
+      userId: string,
+      page: { cursor?: string | undefined; limit: number; diffHeadChars: number },
+    ): Promise<PendingPage<PendingWithDiff>> => {
       const found = await proposals.pendingPage(db, userId, { cursor: page.cursor, limit: pageSize(page.limit), diffHeadChars: page.diffHeadChars });
       if (!found) throw badCursor();
       return found;
@@ -91,7 +107,8 @@ export function createProposalService(options: ProposalServiceOptions) {
     },
 
     /** The owner's latest decided, failed and expired proposals, newest first (at most `limit`, up to a page). */
-    recentlyDecided: async (userId: string, limit = DEFAULT_PROPOSAL_PAGE_SIZE): Promise<proposals.DecidedSummary[]> => proposals.recentlyDecided(db, userId, pageSize(limit)),
+    recentlyDecided: async (userId: string, limit = DEFAULT_PROPOSAL_PAGE_SIZE): Promise<proposals.DecidedSummary[]> =>
+      proposals.recentlyDecided(db, userId, pageSize(limit)),
 
     sweepProposals: async (): Promise<proposals.SweepOutcome> => {
       const outcome = await proposals.sweep(db, { retentionMs: options.retentionMs });
@@ -138,7 +155,10 @@ async function storePlan(options: ProposalServiceOptions, device: DeviceIdentity
   }
   const problem = planProblem(planned);
   if (problem) {
-    return refuse("PLAN_INVALID", new HostError("PLAN_INVALID", `The device's plan for "${tool}" is outside the protocol's bounds: ${problem}. Nothing was stored.`));
+    return refuse(
+      "PLAN_INVALID",
+      new HostError("PLAN_INVALID", `The device's plan for "${tool}" is outside the protocol's bounds: ${problem}. Nothing was stored.`),
+    );
   }
   // The credential's name as it is now: the proposal keeps it, whatever becomes of the credential.
   const credential = entry.credential ?? null;
@@ -182,7 +202,9 @@ async function approveAndApply(options: ProposalServiceOptions, caller: Proposal
     const expectedPlan = { diff: proposal.diff ?? "", summary: proposal.summary };
     // Blobs the input names get fresh URLs now (the plan's have expired by an approval hours later).
     const blobs = await blobsOption(options.blobsFor, caller.userId, proposal.input);
-    const result = await outsideFairShare(() => dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: options.applyTimeoutMs, expectedPlan, ...blobs }));
+    const result = await outsideFairShare(() =>
+      dispatcher.call(proposal.deviceId, proposal.tool, proposal.input, { mode: "apply", timeoutMs: options.applyTimeoutMs, expectedPlan, ...blobs }),
+    );
     const finished = await proposals.finish(db, proposalId, { ok: true, result });
     audit.record(auditLog, { ...entry, event: "apply", mode: "apply", input: proposal.input, outcome: "ok", durationMs: performance.now() - started });
     return { proposal: finished ?? proposal, result };

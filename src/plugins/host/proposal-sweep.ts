@@ -35,7 +35,14 @@ export async function sweep(db: Kysely<Database>, options: SweepOptions): Promis
       .updateTable("host_proposal")
       .set({ status: "expired", finished_at: now })
       .where("id", "in", (eb) =>
-        eb.selectFrom("host_proposal").select("id").where("status", "=", "pending").where("expires_at", "<=", now).limit(batchSize).forNoKeyUpdate().skipLocked(),
+        eb
+          .selectFrom("host_proposal")
+          .select("id")
+          .where("status", "=", "pending")
+          .where("expires_at", "<=", now)
+          .limit(batchSize)
+          .forNoKeyUpdate()
+          .skipLocked(),
       )
       .where("status", "=", "pending")
       .returning("user_id")

@@ -117,7 +117,13 @@ export async function countPending(db: Kysely<Database>, userId: string, deviceI
   const row = await db
     .selectFrom("host_proposal as p")
     .innerJoin("host_device as d", "d.id", "p.device_id")
-    .select((eb) => [eb.fn.countAll<string | number>().as("user"), eb.fn.countAll<string | number>().filterWhere("p.device_id", "=", deviceId ?? "").as("device")])
+    .select((eb) => [
+      eb.fn.countAll<string | number>().as("user"),
+      eb.fn
+        .countAll<string | number>()
+        .filterWhere("p.device_id", "=", deviceId ?? "")
+        .as("device"),
+    ])
     .where("p.user_id", "=", userId)
     .where("p.status", "=", "pending")
     .where("p.expires_at", ">", new Date())
@@ -300,7 +306,10 @@ export async function pendingPage(
   if (deviceIds) query = query.where("p.device_id", "in", [...deviceIds]);
   // Compared in the database: a JavaScript Date would drop created_at's microseconds.
   if (cursor !== undefined) query = query.where(sql<boolean>`(p.created_at, p.id) > (select c.created_at, c.id from host_proposal c where c.id = ${cursor})`);
-  const rows = diffHeadChars === undefined ? await query.execute() : await query.select(sql<string>`coalesce(substr(p.diff, 1, ${diffHeadChars}), '')`.as("diff_head")).execute();
+  const rows =
+    diffHeadChars === undefined
+      ? await query.execute()
+      : await query.select(sql<string>`coalesce(substr(p.diff, 1, ${diffHeadChars}), '')`.as("diff_head")).execute();
   const total = deviceIds ? await countPendingOn(db, userId, deviceIds) : (await countPending(db, userId)).user;
   const shown = rows.slice(0, limit);
   return {

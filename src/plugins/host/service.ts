@@ -17,7 +17,17 @@ import { createEnrollment } from "./enrollment.js";
 import { HostError } from "./errors.js";
 import type { MintedPairingCode } from "./pairing.js";
 import { createProposalService, type BlobsFor } from "./proposal-service.js";
-import { DEFAULT_PENDING_LIMITS, DEFAULT_RETENTION_MS, type PendingLimits, type PendingPage, type DecidedSummary, type PendingWithDiff, type Proposal, type ProposalSummary, type SweepOutcome } from "./proposals.js";
+import {
+  DEFAULT_PENDING_LIMITS,
+  DEFAULT_RETENTION_MS,
+  type PendingLimits,
+  type PendingPage,
+  type DecidedSummary,
+  type PendingWithDiff,
+  type Proposal,
+  type ProposalSummary,
+  type SweepOutcome,
+} from "./proposals.js";
 import { createToolCalls, type CallOutcome, type CallRequest, type Caller } from "./tool-calls.js";
 import { createWatchers, type WatchTopic } from "./watchers.js";
 
@@ -73,7 +83,11 @@ export interface HostService {
   approve(caller: Caller, proposalId: string): Promise<{ proposal: Proposal; result: unknown }>;
   reject(caller: Caller, proposalId: string): Promise<Proposal>;
   /** A page of the owner's pending proposals, without diffs; INVALID_CURSOR for a cursor no page gave. */
-  pendingProposals(userId: string, page?: { cursor?: string | undefined; limit?: number | undefined }, grant?: DeviceGrant): Promise<PendingPage<ProposalSummary>>;
+  pendingProposals(
+    userId: string,
+    page?: { cursor?: string | undefined; limit?: number | undefined },
+    grant?: DeviceGrant,
+  ): Promise<PendingPage<ProposalSummary>>;
   /** The same, with the first `diffHeadChars` characters of each diff: what a page renders. */
   pendingWithDiffs(userId: string, page: { cursor?: string | undefined; limit: number; diffHeadChars: number }): Promise<PendingPage<PendingWithDiff>>;
   /** One of the owner's proposals, in any state, or PROPOSAL_NOT_FOUND (also for a device outside `grant`). */

@@ -57,7 +57,14 @@ export function createToolCalls(options: ToolCallsOptions): (caller: Caller, req
       throw new HostError("NOT_A_READ_TOOL", `"${tool.name}" is a ${tool.class} tool; only ${request.requireClass} tools are allowed here`);
     }
     const started = performance.now();
-    const entry = { userId: caller.userId, deviceId: request.deviceId, actor: caller.actor, credential: caller.credential ?? null, tool: request.tool, input: request.input };
+    const entry = {
+      userId: caller.userId,
+      deviceId: request.deviceId,
+      actor: caller.actor,
+      credential: caller.credential ?? null,
+      tool: request.tool,
+      input: request.input,
+    };
     const mode = tool?.class === "mutate" ? "plan" : "run";
     if (mode === "plan") {
       // No room for another proposal: refused before the device does the work of planning it.

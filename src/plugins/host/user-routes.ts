@@ -76,16 +76,26 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return reply.code(204).send();
   });
 
-  fastify.post("/api/host/calls", { schema: { body: CallBody, response: jsonResponses({ 200: CallResultJson, 202: CallProposedJson }) } }, async (request, reply) => {
-    const who = await caller(request);
-    const { deviceId, tool, input, timeoutMs } = request.body;
-    // A client that hangs up stops the wait, and the device is told to cancel.
-    const outcome = await service.call(who, { deviceId, tool, input: input ?? {}, signal: connectionClosed(request), ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
-    if (outcome.kind === "result") return { tool: tool, class: outcome.tool.class, result: outcome.result };
-    const { proposal } = outcome;
-    const { url } = withURL(proposal);
-    return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff ?? "", summary: proposal.summary, expiresAt: proposal.expiresAt, url });
-  });
+  fastify.post(
+    "/api/host/calls",
+    { schema: { body: CallBody, response: jsonResponses({ 200: CallResultJson, 202: CallProposedJson }) } },
+    async (request, reply) => {
+      const who = await caller(request);
+      const { deviceId, tool, input, timeoutMs } = request.body;
+      // A client that hangs up stops the wait, and the device is told to cancel.
+      const outcome = await service.call(who, {
+        deviceId,
+        tool,
+        input: input ?? {},
+        signal: connectionClosed(request),
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      });
+      if (outcome.kind === "result") return { tool: tool, class: outcome.tool.class, result: outcome.result };
+      const { proposal } = outcome;
+      const { url } = withURL(proposal);
+      return reply.code(202).send({ proposalId: proposal.id, tool, diff: proposal.diff ?? "", summary: proposal.summary, expiresAt: proposal.expiresAt, url });
+    },
+  );
 
   // Pages without diffs: a diff (up to 1 MB) is read one proposal at a time, below.
   fastify.get("/api/host/proposals", { schema: { querystring: ProposalPageQuery, response: jsonResponses({ 200: ProposalListJson }) } }, async (request) => {

@@ -39,7 +39,8 @@ async function readBlobResource(context: BlobResourceContext, uri: string): Prom
   if (!id) throw new ResourceNotFoundError(uri, "Not a Tether blob URI: only the resource_link URIs of tool results can be read");
   try {
     const blob = await blobs.owned(caller.userId, id);
-    if (caller.deviceIds && blob.deviceId !== null && !caller.deviceIds.includes(blob.deviceId)) throw new BlobError("BLOB_NOT_FOUND", "You have no blob with this id");
+    if (caller.deviceIds && blob.deviceId !== null && !caller.deviceIds.includes(blob.deviceId))
+      throw new BlobError("BLOB_NOT_FOUND", "You have no blob with this id");
     if (blob.size > MCP_RESOURCE_MAX_BYTES) {
       const { url } = blobs.handle(blob);
       throw new ProtocolError(
@@ -52,7 +53,15 @@ async function readBlobResource(context: BlobResourceContext, uri: string): Prom
     const chunks: Buffer[] = [];
     for await (const chunk of await blobs.open(ready)) chunks.push(chunk as Buffer);
     const bytes = Buffer.concat(chunks);
-    await context.audit({ userId: caller.userId, deviceId: blob.deviceId, actor: caller.actor, credential: caller.credential ?? null, event: "blob_fetch", outcome: "ok", detail: { ...blobDetail(blob), via: "mcp" } });
+    await context.audit({
+      userId: caller.userId,
+      deviceId: blob.deviceId,
+      actor: caller.actor,
+      credential: caller.credential ?? null,
+      event: "blob_fetch",
+      outcome: "ok",
+      detail: { ...blobDetail(blob), via: "mcp" },
+    });
     const text = TEXT_TYPE.test(blob.contentType) ? utf8(bytes) : undefined;
     const base = { uri, mimeType: blob.contentType };
     return { contents: [text !== undefined ? { ...base, text } : { ...base, blob: bytes.toString("base64") }] };

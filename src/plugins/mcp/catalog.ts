@@ -133,7 +133,10 @@ function addDeviceArgument(schema: Record<string, unknown>, devices: readonly De
     ...schema,
     type: "object",
     properties: {
-      [DEVICE_ARGUMENT]: { type: "string", description: `The id of the device to run on (${LIST_DEVICES} gives each device's name and roots). Devices with this tool: ${ids}` },
+      [DEVICE_ARGUMENT]: {
+        type: "string",
+        description: `The id of the device to run on (${LIST_DEVICES} gives each device's name and roots). Devices with this tool: ${ids}`,
+      },
       ...properties,
     },
     required: [DEVICE_ARGUMENT, ...required.filter((key) => key !== DEVICE_ARGUMENT)],

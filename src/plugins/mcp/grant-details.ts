@@ -84,7 +84,11 @@ export function clientConfigurations(endpoint: string): { id: string; label: str
   const remote = { mcpServers: { tether: { command: "npx", args: ["-y", "mcp-remote", endpoint, ...(plainHttpElsewhere ? ["--allow-http"] : [])] } } };
   return [
     { id: "mcp-config-http", label: "Clients that take a URL (HTTP transport: Claude Code, Cursor, VS Code, Windsurf)", text: JSON.stringify(http, null, 2) },
-    { id: "mcp-config-stdio", label: "Clients that only start local servers (stdio, through mcp-remote: Claude Desktop and others)", text: JSON.stringify(remote, null, 2) },
+    {
+      id: "mcp-config-stdio",
+      label: "Clients that only start local servers (stdio, through mcp-remote: Claude Desktop and others)",
+      text: JSON.stringify(remote, null, 2),
+    },
     { id: "mcp-config-claude-code", label: "Claude Code, in a terminal", text: `claude mcp add --transport http tether ${endpoint}` },
   ];
 }

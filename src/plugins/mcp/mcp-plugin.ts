@@ -118,7 +118,9 @@ function requestHandler(fastify: FastifyInstance, { metadataURL, verify, rateLim
   const limitRate = async (caller: McpCaller, reply: FastifyReply) => {
     if (!rateLimiter) return;
     const retryAfter = await rateLimiter.hit(caller.credentialKey).catch((error: unknown) => {
-      throw new HttpError(503, "RATE_LIMIT_UNAVAILABLE", "/mcp is unavailable for a moment (the shared rate limit cannot be checked); try again shortly", { cause: error });
+      throw new HttpError(503, "RATE_LIMIT_UNAVAILABLE", "/mcp is unavailable for a moment (the shared rate limit cannot be checked); try again shortly", {
+        cause: error,
+      });
     });
     if (retryAfter === 0) return;
     reply.header("retry-after", String(retryAfter));
@@ -160,7 +162,9 @@ function jsonRpcError(error: FastifyError, _request: FastifyRequest, reply: Fast
   // Refusals of the request as a whole (rate limit, stream caps) are the app's `{ code, message }`.
   if (status >= 500 || error instanceof HttpError) throw error;
   const parse = error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error.code === "FST_ERR_CTP_EMPTY_JSON_BODY" || error instanceof SyntaxError;
-  return reply.code(status).send({ jsonrpc: "2.0", id: null, error: { code: parse ? JSON_RPC_PARSE_ERROR : JSON_RPC_INVALID_REQUEST, message: error.message } });
+  return reply
+    .code(status)
+    .send({ jsonrpc: "2.0", id: null, error: { code: parse ? JSON_RPC_PARSE_ERROR : JSON_RPC_INVALID_REQUEST, message: error.message } });
 }
 
 /** Whether a POSTed body is a `subscriptions/listen` request (2026-07-28's notification stream). */

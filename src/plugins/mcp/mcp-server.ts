@@ -2,7 +2,7 @@ import { Server, type CallToolResult, type InputRequiredResult, type ServerConte
 import { z } from "zod";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { fenceUntrusted } from "../../tools/index.js";
-import { deviceErrorForModel, devicesForModel, planForModel } from "../host/model-facing.js";
+import { deviceErrorForModel } from "../host/model-facing.js";
 import type { AuditEntry } from "../host/audit.js";
 import { DeviceCallError } from "../host/dispatcher.js";
 import { HostError } from "../host/errors.js";
@@ -11,11 +11,24 @@ import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
 import { approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
-import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, taskView, isProposed, type McpTasks, type ProposedCall, type TaskRow, type TaskView } from "./tasks.js";
+import {
+  createTaskResult,
+  declaresTasks,
+  requireTasks,
+  TASK_CALL_TIMEOUT_MS,
+  TASKS_EXTENSION,
+  taskView,
+  isProposed,
+  type McpTasks,
+  type ProposedCall,
+  type TaskRow,
+  type TaskView,
+} from "./tasks.js";
 import { serveBlobResources } from "./blob-resources.js";
 import type { BlobService } from "../host/blobs/service.js";
-import type { DeviceListOutput, ErrorOutput, ProposalOutput, RunOutput } from "./outputs.js";
+import type { ErrorOutput, RunOutput } from "./outputs.js";
 import { buildCatalog, DEVICE_ARGUMENT, findDevice, LIST_DEVICES, PROPOSAL_STATUS } from "./catalog.js";
+import { listDevicesResult, proposalStatusResult, proposedResult } from "./tool-results.js";
 
 /**
  * One user's MCP server (the SDK's low-level `Server`): tools/list from their devices, tools/call
@@ -86,7 +99,8 @@ export function createMcpServer(context: McpServerContext): Server {
     ...(context.approvalKey ? { requestState: { verify: approvalVerifier(context.approvalKey) } } : {}),
   });
 
-  if (context.blobs) serveBlobResources(server, { blobs: context.blobs.service, blobURLPrefix: context.blobs.urlPrefix, caller, audit: (entry) => context.audit(entry) });
+  if (context.blobs)
+    serveBlobResources(server, { blobs: context.blobs.service, blobURLPrefix: context.blobs.urlPrefix, caller, audit: (entry) => context.audit(entry) });
 
   server.setRequestHandler("tools/list", async () => {
     const devices = await host.listDevices(caller.userId, caller.deviceIds);
@@ -96,7 +110,15 @@ export function createMcpServer(context: McpServerContext): Server {
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name } = request.params;
     const args = request.params.arguments ?? {};
-    const audited: AuditEntry = { userId: caller.userId, actor: caller.actor, credential: caller.credential ?? null, event: "call", tool: name, input: args, outcome: "ok" };
+    const audited: AuditEntry = {
+      userId: caller.userId,
+      actor: caller.actor,
+      credential: caller.credential ?? null,
+      event: "call",
+      tool: name,
+      input: args,
+      outcome: "ok",
+    };
     try {
       const approval = ctx.mcpReq.requestState<ApprovalState>();
       if (approval && typeof approval === "object") return await followApproval(context, approval, name, audited);
@@ -117,7 +139,9 @@ export function createMcpServer(context: McpServerContext): Server {
       if (tasks && declaresTasks(ctx)) return await callAsTask(context, tasks, name, args, ctx.mcpReq.signal, audited);
       const elicitURL = context.era === "modern" && context.approvalKey !== undefined && supportsUrlElicitation(ctx);
       const proposed = (proposal: Proposal, device: CalledDevice) =>
-        elicitURL && context.approvalKey ? askForApproval(context.approvalKey, caller, proposal, context.devicesURL) : proposedResult(proposal, device, context.devicesURL);
+        elicitURL && context.approvalKey
+          ? askForApproval(context.approvalKey, caller, proposal, context.devicesURL)
+          : proposedResult(proposal, device, context.devicesURL);
       return await callDeviceTool(context, name, args, { signal: ctx.mcpReq.signal, proposed }, audited);
     } catch (error) {
       return failureResult(error, context, name);
@@ -138,21 +162,33 @@ function failureResult(error: unknown, context: McpServerContext, name: string):
  * `answerWithinMs`, otherwise a task (tasks.ts) while the call goes on here, no longer tied to the
  * request. A mutate tool's proposal is a task that waits for the owner, whatever the client's elicitation.
  */
-async function callAsTask(context: McpServerContext, tasks: McpTasks, name: string, args: Record<string, unknown>, signal: AbortSignal, audited: AuditEntry): Promise<CallToolResult> {
+async function callAsTask(
+  context: McpServerContext,
+  tasks: McpTasks,
+  name: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  audited: AuditEntry,
+): Promise<CallToolResult> {
   const controller = new AbortController();
   const hangUp = () => controller.abort(signal.reason);
   // Until the task exists, a client that hangs up cancels the call, as without tasks.
   signal.addEventListener("abort", hangUp, { once: true });
-  const call = callDeviceTool(context, name, args, { signal: controller.signal, timeoutMs: TASK_CALL_TIMEOUT_MS, proposed: (proposal): ProposedCall => ({ proposed: true, proposal }) }, audited).catch((error: unknown) =>
-    failureResult(error, context, name),
-  );
+  const call = callDeviceTool(
+    context,
+    name,
+    args,
+    { signal: controller.signal, timeoutMs: TASK_CALL_TIMEOUT_MS, proposed: (proposal): ProposedCall => ({ proposed: true, proposal }) },
+    audited,
+  ).catch((error: unknown) => failureResult(error, context, name));
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), tasks.answerWithinMs);
   });
   try {
     const early = await Promise.race([call, late]);
-    if (early && isProposed(early)) return createTaskResult(await tasks.forProposal(context.caller, name, early.proposal), waitingMessage(context, early.proposal.id));
+    if (early && isProposed(early))
+      return createTaskResult(await tasks.forProposal(context.caller, name, early.proposal), waitingMessage(context, early.proposal.id));
     if (early) return early;
     signal.removeEventListener("abort", hangUp);
     return createTaskResult(await tasks.forRun(context.caller, name, call, controller));
@@ -191,7 +227,8 @@ function registerTaskHandlers(server: Server, context: McpServerContext, tasks: 
 async function detailedTask(context: McpServerContext, row: TaskRow): Promise<TaskView> {
   if (!row.proposal_id || row.status === "cancelled") return taskView(row);
   const proposal = await context.host.proposal(context.caller.userId, row.proposal_id, context.caller.deviceIds);
-  if (proposal.status === "pending" || proposal.status === "applying") return taskView(row, { status: "working", statusMessage: waitingMessage(context, proposal.id) });
+  if (proposal.status === "pending" || proposal.status === "applying")
+    return taskView(row, { status: "working", statusMessage: waitingMessage(context, proposal.id) });
   const result = proposalStatusResult(proposal, context.devicesURL);
   const decided = proposal.finishedAt ?? proposal.decidedAt;
   return taskView(row, {
@@ -221,7 +258,8 @@ async function callDeviceTool<T>(
   if (!device) return refuse("DEVICE_NOT_FOUND", `No device "${typeof reference === "string" ? reference : ""}": call ${LIST_DEVICES} for the user's devices`);
   const announced = device.tools.find((tool) => tool.name === name);
   // Outside a read-only grant, a tool is as unknown as one no device has: neither listed nor callable.
-  if (caller.readOnly && announced?.class !== "read") return refuse("UNKNOWN_TOOL", `No tool "${name}" for this credential: it may use read tools only`, device.id);
+  if (caller.readOnly && announced?.class !== "read")
+    return refuse("UNKNOWN_TOOL", `No tool "${name}" for this credential: it may use read tools only`, device.id);
   if (announced?.class === "action" && !(await context.allowActions())) {
     return refuse("ACTION_TOOLS_DISABLED", "The owner has not allowed MCP clients to use action tools (Settings → MCP)", device.id);
   }
@@ -265,7 +303,12 @@ function blobLink(result: unknown): CallToolResult["content"][number] | undefine
  * A retry carrying a verified approval state: how the proposal stands now. Still waiting: input_required
  * again; applied: its result; rejected, expired or failed: a refusal with the proposal's status.
  */
-async function followApproval(context: McpServerContext, state: ApprovalState, name: string, audited: AuditEntry): Promise<CallToolResult | InputRequiredResult> {
+async function followApproval(
+  context: McpServerContext,
+  state: ApprovalState,
+  name: string,
+  audited: AuditEntry,
+): Promise<CallToolResult | InputRequiredResult> {
   const proposal = await context.host.proposal(context.caller.userId, state.p, context.caller.deviceIds);
   if (proposal.tool !== name) throw new Refusal("INVALID_INPUT", `This approval state belongs to a ${proposal.tool} call, not ${name}`);
   await context.audit({ ...audited, proposalId: proposal.id, deviceId: proposal.deviceId });
@@ -299,53 +342,6 @@ async function resolveDevice(host: HostService, caller: McpCaller, reference: st
 
 function isTruncated(result: unknown): boolean {
   return typeof result === "object" && result !== null && (result as { truncated?: unknown }).truncated === true;
-}
-
-/**
- * The devices, fenced (names, platforms and roots are the devices' own words). The structured copy holds only
- * what the server knows (id, online, new, last seen): a client may hand it to a model as it is, unfenced.
- */
-function listDevicesResult(devices: DeviceView[], devicesURL: string): CallToolResult {
-  const known: DeviceListOutput["devices"] = devices.map((device) => ({ id: device.id, online: device.online, new: device.isNew, lastSeenAt: device.lastSeenAt?.toISOString() ?? null }));
-  return { content: [{ type: "text", text: devicesForModel(devices, devicesURL) }], structuredContent: { devices: known } };
-}
-
-function proposedResult(proposal: Proposal, device: CalledDevice, devicesURL: string): CallToolResult {
-  const url = proposalURL(devicesURL, proposal.id);
-  const status: ProposalOutput = { proposalId: proposal.id, status: proposal.status, approveAt: url, url, expiresAt: proposal.expiresAt.toISOString() };
-  return {
-    content: [
-      {
-        type: "text",
-        text:
-          `Proposed, NOT applied: nothing on device ${device.id} has changed. Proposal ${proposal.id} waits for the owner, ` +
-          `who reviews, approves or rejects it at ${url} (it expires at ${status.expiresAt}). Check it with ${PROPOSAL_STATUS}.`,
-      },
-      { type: "text", text: planForModel(proposal.summary, proposal.diff ?? "", `${device.id}:${proposal.tool}`) },
-    ],
-    structuredContent: status,
-  };
-}
-
-function proposalStatusResult(proposal: Proposal, devicesURL: string): CallToolResult {
-  const status: ProposalOutput = {
-    proposalId: proposal.id,
-    tool: proposal.tool,
-    deviceId: proposal.deviceId,
-    status: proposal.status,
-    approveAt: proposalURL(devicesURL, proposal.id),
-    url: proposalURL(devicesURL, proposal.id),
-    expiresAt: proposal.expiresAt.toISOString(),
-    // The failure's code only: its message may be the device's, and goes in a fence below.
-    ...(proposal.error ? { error: { code: proposal.error.code } } : {}),
-  };
-  const content: CallToolResult["content"] = [{ type: "text", text: JSON.stringify(status, null, 2) }];
-  if (proposal.error) content.push({ type: "text", text: `${proposal.error.code}: ${deviceErrorForModel(proposal.error.message, `${proposal.deviceId}:${proposal.tool}`)}` });
-  if (proposal.status === "applied" && proposal.result !== null) {
-    status.result = fenceUntrusted(proposal.result, `${proposal.deviceId}:${proposal.tool} result`);
-    content.push({ type: "text", text: status.result });
-  }
-  return { content, structuredContent: status };
 }
 
 /** A failure as the model reads it: Tether's own message as it is; a device's own error (`fromTool`) fenced. */

@@ -98,7 +98,10 @@ function grantEndpoints(record: (entry: ActivityEntry) => void) {
       });
       const grants: McpGrant[] = [];
       for (const consent of consents) {
-        const client = await ctx.context.adapter.findOne<{ name: string | null }>({ model: "oauthClient", where: [{ field: "clientId", value: consent.clientId }] });
+        const client = await ctx.context.adapter.findOne<{ name: string | null }>({
+          model: "oauthClient",
+          where: [{ field: "clientId", value: consent.clientId }],
+        });
         grants.push({ clientId: consent.clientId, name: client?.name ?? consent.clientId, scopes: consent.scopes, grantedAt: new Date(consent.createdAt) });
       }
       return grants;
@@ -145,7 +148,9 @@ async function verifiedAuthorizationQuery(query: string, secret: string): Promis
   const params = new URLSearchParams(query);
   const signatures = params.getAll("sig");
   params.delete("sig");
-  const canonical = new URLSearchParams([...params].sort(([keyA, valueA], [keyB, valueB]) => (keyA < keyB ? -1 : keyA > keyB ? 1 : valueA < valueB ? -1 : valueA > valueB ? 1 : 0)));
+  const canonical = new URLSearchParams(
+    [...params].sort(([keyA, valueA], [keyB, valueB]) => (keyA < keyB ? -1 : keyA > keyB ? 1 : valueA < valueB ? -1 : valueA > valueB ? 1 : 0)),
+  );
   const expected = await makeSignature(canonical.toString(), secret);
   const expiresAt = Number(params.get("exp")) * 1000;
   if (signatures.length !== 1 || !constantTimeEqual(signatures[0]!, expected) || !(expiresAt >= Date.now())) return null;
@@ -161,4 +166,3 @@ function isLoopbackHttp(uri: unknown): boolean {
     return false;
   }
 }
-

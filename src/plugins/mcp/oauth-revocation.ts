@@ -60,7 +60,13 @@ export async function clientsNamed(adapter: Adapter, clientIds: string[]): Promi
 }
 
 /** The activity entry for a grant that ended. */
-export function revokedEntry(userId: string, client: RevokedClient, reason: RevocationReason, actor: ActivityEntry["actor"], origin?: Pick<ActivityEntry, "ipAddress" | "userAgent">): ActivityEntry {
+export function revokedEntry(
+  userId: string,
+  client: RevokedClient,
+  reason: RevocationReason,
+  actor: ActivityEntry["actor"],
+  origin?: Pick<ActivityEntry, "ipAddress" | "userAgent">,
+): ActivityEntry {
   return { userId, event: "oauth.revoke", actor, outcome: "ok", ...origin, detail: { client: client.name.slice(0, 100), clientId: client.clientId, reason } };
 }
 
@@ -106,7 +112,10 @@ export function oauthRevocation(record: Record): BetterAuthPlugin {
             const id = (ctx.body as { id?: unknown } | undefined)?.id;
             const session = typeof id === "string" ? await getSessionFromCtx(ctx) : null;
             if (!session || typeof id !== "string") return; // the endpoint refuses it itself
-            const consent = await ctx.context.adapter.findOne<{ userId: string | null; clientId: string }>({ model: "oauthConsent", where: [{ field: "id", value: id }] });
+            const consent = await ctx.context.adapter.findOne<{ userId: string | null; clientId: string }>({
+              model: "oauthConsent",
+              where: [{ field: "id", value: id }],
+            });
             if (consent && consent.userId === session.user.id) deleting.set(ctx.context, { userId: consent.userId, clientId: consent.clientId });
           }),
         },
@@ -133,7 +142,10 @@ export function oauthRevocation(record: Record): BetterAuthPlugin {
             const [client] = await clientsNamed(ctx.context.adapter, [clientId]);
             const consent = await ctx.context.adapter.findOne<{ scopes: string[] }>({
               model: "oauthConsent",
-              where: [{ field: "userId", value: userId }, { field: "clientId", value: clientId }],
+              where: [
+                { field: "userId", value: userId },
+                { field: "clientId", value: clientId },
+              ],
             });
             record({
               userId,

@@ -68,7 +68,12 @@ export const mcpPublicPages: FastifyPluginAsync = fp(
       const basePath = fastify.tetherAuth.options.basePath ?? "/api/auth";
       const continueURL = `${basePath}/oauth2/authorize?${params}`;
       // Signing in comes back to the same authorization request, in the same tab.
-      return reply.tetherRender("mcp/sign-in", { title: "Sign in to continue", continueURL, signInURL: loginPath(continueURL), signedIn: (await request.fetchSession()) !== null });
+      return reply.tetherRender("mcp/sign-in", {
+        title: "Sign in to continue",
+        continueURL,
+        signInURL: loginPath(continueURL),
+        signedIn: (await request.fetchSession()) !== null,
+      });
     });
   },
   { name: "tether-mcp-public-pages", fastify: "5.x", dependencies: ["tether-auth", "tether-session", "tether-page-render"] },
@@ -102,13 +107,19 @@ const consentPage: FastifyPluginAsyncTypebox = async (fastify) => {
       title: "Allow access to your devices?",
       client,
       redirectHost: redirectURI ? (safeURL(redirectURI)?.host ?? null) : null,
-      scopes: scopes.filter((name) => !(name === SCOPES.hostRead && scopes.includes(SCOPES.hostCall))).map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] ?? name })),
+      scopes: scopes
+        .filter((name) => !(name === SCOPES.hostRead && scopes.includes(SCOPES.hostCall)))
+        .map((name) => ({ name, description: SCOPE_DESCRIPTIONS[name] ?? name })),
       // Asked for both: the owner may give read-only access instead of all it asked for.
       offersReadOnly: scopes.includes(SCOPES.hostCall) && scopes.includes(SCOPES.hostRead),
       readOnlyDescription: SCOPE_DESCRIPTIONS[SCOPES.hostRead],
       allowActions: await store.allowsActions(db, signedInUser(request).id),
       // The owner may limit the client to some devices (none ticked: all, including ones paired later).
-      devices: (await fastify.tetherHost.listDevices(signedInUser(request).id)).map((device) => ({ id: device.id, name: device.name, platform: device.platform })),
+      devices: (await fastify.tetherHost.listDevices(signedInUser(request).id)).map((device) => ({
+        id: device.id,
+        name: device.name,
+        platform: device.platform,
+      })),
       oauthQuery,
     });
   });
@@ -129,7 +140,8 @@ const consentPage: FastifyPluginAsyncTypebox = async (fastify) => {
     });
     const answer = (await response.json().catch(() => ({}))) as { url?: string; redirect_uri?: string };
     const target = answer.url ?? answer.redirect_uri;
-    if (!response.ok || !target) throw new HttpError(400, "CONSENT_FAILED", "This authorization request expired or was changed. Start again from your MCP client.");
+    if (!response.ok || !target)
+      throw new HttpError(400, "CONSENT_FAILED", "This authorization request expired or was changed. Start again from your MCP client.");
     // The client's own redirect URI (registered, checked by the provider): a 303 works without JavaScript.
     return reply.redirect(target, 303);
   });
@@ -145,9 +157,17 @@ const settingsPage: FastifyPluginAsyncTypebox = async (fastify) => {
     const userId = signedInUser(request).id;
     const grants = await grantDetails(db, userId, await oauth.mcpOAuthGrants({ body: { userId } }));
     // Which devices each client may use: "All", or the names of those the owner chose (a removed one says so).
-    const limits = await deviceGrantsOf(db, userId, grants.map((grant) => oauthCredential(grant.clientId)));
+    const limits = await deviceGrantsOf(
+      db,
+      userId,
+      grants.map((grant) => oauthCredential(grant.clientId)),
+    );
     const names = new Map((await fastify.tetherHost.listDevices(userId)).map((device) => [device.id, device.name]));
-    const devicesOf = (clientId: string) => limits.get(oauthCredential(clientId))?.map((id) => names.get(id) ?? "a removed device").join(", ") || (limits.has(oauthCredential(clientId)) ? "none" : "All");
+    const devicesOf = (clientId: string) =>
+      limits
+        .get(oauthCredential(clientId))
+        ?.map((id) => names.get(id) ?? "a removed device")
+        .join(", ") || (limits.has(oauthCredential(clientId)) ? "none" : "All");
     return reply.tetherRender("mcp/settings", {
       title: "MCP",
       endpoint: `${baseURL}/mcp`,

@@ -138,7 +138,13 @@ export class McpTasks {
     this.running.set(row.id, controller);
     void call
       .then(
-        (outcome) => this.finish(row.id, isProposed(outcome) ? this.proposalFields(outcome.proposal) : { status: "completed", result: JSON.stringify({ resultType: "complete", ...outcome }) }),
+        (outcome) =>
+          this.finish(
+            row.id,
+            isProposed(outcome)
+              ? this.proposalFields(outcome.proposal)
+              : { status: "completed", result: JSON.stringify({ resultType: "complete", ...outcome }) },
+          ),
         (error: unknown) => this.finish(row.id, { status: "failed", error: JSON.stringify({ code: ProtocolErrorCode.InternalError, message: String(error) }) }),
       )
       .catch(() => {})
@@ -153,7 +159,12 @@ export class McpTasks {
   }
 
   private proposalFields(proposal: ProposedCall["proposal"]) {
-    return { proposal_id: proposal.id, poll_interval_ms: POLL_INTERVAL_MS.proposal, run_deadline: null, expires_at: new Date(proposal.expiresAt.getTime() + this.ttlMs) };
+    return {
+      proposal_id: proposal.id,
+      poll_interval_ms: POLL_INTERVAL_MS.proposal,
+      run_deadline: null,
+      expires_at: new Date(proposal.expiresAt.getTime() + this.ttlMs),
+    };
   }
 
   /** The caller's own task; another user's or credential's, an unknown or an expired one: -32602. */
@@ -173,7 +184,12 @@ export class McpTasks {
   /** Cancels the caller's task if it is still working (a call running here is aborted); a decided one stays as it is. */
   async cancel(caller: McpCaller, taskId: string): Promise<void> {
     const row = await this.find(caller, taskId);
-    await this.db.updateTable("mcp_task").set({ status: "cancelled", updated_at: new Date() }).where("id", "=", row.id).where("status", "=", "working").execute();
+    await this.db
+      .updateTable("mcp_task")
+      .set({ status: "cancelled", updated_at: new Date() })
+      .where("id", "=", row.id)
+      .where("status", "=", "working")
+      .execute();
     this.running.get(row.id)?.abort(new Error("The task was cancelled"));
   }
 
@@ -183,7 +199,12 @@ export class McpTasks {
     this.running.clear();
   }
 
-  private async insert(caller: McpCaller, tool: string, now: number, fields: { poll_interval_ms: number; expires_at: Date; run_deadline?: Date; proposal_id?: string }): Promise<TaskRow> {
+  private async insert(
+    caller: McpCaller,
+    tool: string,
+    now: number,
+    fields: { poll_interval_ms: number; expires_at: Date; run_deadline?: Date; proposal_id?: string },
+  ): Promise<TaskRow> {
     // Expired tasks are unknown already; their rows go here, a few at a time, off no one's read path.
     await this.db
       .deleteFrom("mcp_task")
@@ -191,13 +212,30 @@ export class McpTasks {
       .execute();
     return this.db
       .insertInto("mcp_task")
-      .values({ id: randomUUID(), user_id: caller.userId, credential: caller.credentialKey, tool, status: "working", created_at: new Date(now), updated_at: new Date(now), ...fields })
+      .values({
+        id: randomUUID(),
+        user_id: caller.userId,
+        credential: caller.credentialKey,
+        tool,
+        status: "working",
+        created_at: new Date(now),
+        updated_at: new Date(now),
+        ...fields,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
   }
 
-  private async finish(taskId: string, outcome: Partial<Pick<TaskRow, "status" | "proposal_id" | "poll_interval_ms" | "run_deadline" | "expires_at">> & { result?: string; error?: string }): Promise<void> {
+  private async finish(
+    taskId: string,
+    outcome: Partial<Pick<TaskRow, "status" | "proposal_id" | "poll_interval_ms" | "run_deadline" | "expires_at">> & { result?: string; error?: string },
+  ): Promise<void> {
     // A cancelled task stays cancelled, whatever the call did after.
-    await this.db.updateTable("mcp_task").set({ ...outcome, updated_at: new Date() }).where("id", "=", taskId).where("status", "=", "working").execute();
+    await this.db
+      .updateTable("mcp_task")
+      .set({ ...outcome, updated_at: new Date() })
+      .where("id", "=", taskId)
+      .where("status", "=", "working")
+      .execute();
   }
 }

@@ -95,13 +95,7 @@ export async function findApiTokenByHash(db: Kysely<Database>, tokenHash: string
   const row = await db
     .selectFrom("api_token as t")
     .innerJoin("user as u", "u.id", "t.user_id")
-    .select([
-      "t.id as tokenId",
-      "t.scopes as scopes",
-      "t.expires_at as expiresAt",
-      "t.last_used_at as lastUsedAt",
-      ...USER_COLUMNS,
-    ])
+    .select(["t.id as tokenId", "t.scopes as scopes", "t.expires_at as expiresAt", "t.last_used_at as lastUsedAt", ...USER_COLUMNS])
     .where("t.token_hash", "=", tokenHash)
     .executeTakeFirst();
   if (!row) return null;

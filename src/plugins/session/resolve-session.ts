@@ -90,7 +90,10 @@ export function createSessionResolver(deps: SessionResolverDeps) {
     const { headers, response } = await auth.api.getSession({ headers: toWebHeaders(input.headers), returnHeaders: true });
     const setCookies = headers.getSetCookie();
     if (!response) return setCookies;
-    const refreshed = { user: { ...row.user }, session: { ...row.session, expiresAt: new Date(response.session.expiresAt), updatedAt: new Date(response.session.updatedAt) } };
+    const refreshed = {
+      user: { ...row.user },
+      session: { ...row.session, expiresAt: new Date(response.session.expiresAt), updatedAt: new Date(response.session.updatedAt) },
+    };
     return { session: refreshed, tokenScopes: null, setCookies };
   }
 
@@ -148,8 +151,21 @@ const SESSION_COLUMNS = [
 /** One indexed query: the session row by its unique token, joined to its user. */
 export async function findSessionWithUser(db: Kysely<Database>, token: string): Promise<CookieSession | null> {
   const query = db.selectFrom("session as s").innerJoin("user as u", "u.id", "s.userId");
-  const row = await query.select([...SESSION_COLUMNS, ...USER_COLUMNS]).where("s.token", "=", token).executeTakeFirst();
+  const row = await query
+    .select([...SESSION_COLUMNS, ...USER_COLUMNS])
+    .where("s.token", "=", token)
+    .executeTakeFirst();
   if (!row) return null;
-  const { s_id: id, s_expiresAt: expiresAt, s_token, s_createdAt: createdAt, s_updatedAt: updatedAt, s_ipAddress: ipAddress, s_userAgent: userAgent, s_userId: userId, ...user } = row;
+  const {
+    s_id: id,
+    s_expiresAt: expiresAt,
+    s_token,
+    s_createdAt: createdAt,
+    s_updatedAt: updatedAt,
+    s_ipAddress: ipAddress,
+    s_userAgent: userAgent,
+    s_userId: userId,
+    ...user
+  } = row;
   return { user, session: { id, expiresAt, token: s_token, createdAt, updatedAt, ipAddress, userAgent, userId } };
 }

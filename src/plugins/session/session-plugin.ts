@@ -228,7 +228,10 @@ function apiTokenService(fastify: FastifyInstance): ApiTokenService {
     },
     async list(userId) {
       const tokens = await listApiTokens(db, userId);
-      const granted = await grants.load(userId, tokens.map((token) => token.id));
+      const granted = await grants.load(
+        userId,
+        tokens.map((token) => token.id),
+      );
       return tokens.map((token) => (granted.has(token.id) ? { ...token, grants: granted.get(token.id)! } : token));
     },
     async revoke(userId, tokenId) {

@@ -38,7 +38,8 @@ export const DEFAULT_SKIPPED_DIRS: ReadonlySet<string> = new Set([".git", "node_
 export const pathField = (description: string) => Type.String({ minLength: 1, maxLength: MAX_PATH_LENGTH, description });
 export const optionalPathField = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: MAX_PATH_LENGTH, default: ".", description }));
 /** An optional boolean input and the value it takes when left out. */
-export const flagField = (byDefault: boolean, description?: string) => Type.Optional(Type.Boolean({ default: byDefault, ...(description ? { description } : {}) }));
+export const flagField = (byDefault: boolean, description?: string) =>
+  Type.Optional(Type.Boolean({ default: byDefault, ...(description ? { description } : {}) }));
 /** A glob or regular expression from the model (glob, grep). */
 export const patternField = (description: string) => Type.String({ minLength: 1, maxLength: 1000, description });
 
@@ -138,7 +139,11 @@ export function missingAncestors(scope: Scope, real: string): string[] {
 /** Reads a whole regular file (already opened) of at most `max` bytes as UTF-8 text, or says why not. */
 export function readTextFd(fd: number, size: number, shown: string, max: number = LIMITS.textFileBytes): { text: string; bytes: Buffer } {
   if (size > max) {
-    throw new ToolError("FILE_TOO_LARGE", `${JSON.stringify(shown)} is ${size} bytes; this tool handles files up to ${max} bytes`, { path: shown, size, limit: max });
+    throw new ToolError("FILE_TOO_LARGE", `${JSON.stringify(shown)} is ${size} bytes; this tool handles files up to ${max} bytes`, {
+      path: shown,
+      size,
+      limit: max,
+    });
   }
   const bytes = readHeadSync(fd, size + 1);
   if (bytes.length > max) throw new ToolError("FILE_TOO_LARGE", `${JSON.stringify(shown)} grew past ${max} bytes`, { path: shown, limit: max });

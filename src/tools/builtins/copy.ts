@@ -30,7 +30,8 @@ async function run(input: TransferInput, ctx: ToolContext, apply: boolean) {
   if (!isDir && !srcStat.isFile()) throw new ToolError("SPECIAL_FILE", `${JSON.stringify(src)} is not a regular file or folder`, { path: src });
   const target = await writeTarget(ctx.scope, input.to, input.createParents ?? true);
   if (target.real === src) throw new ToolError("INVALID_INPUT", `Invalid "to": it is the same as "from"`, { field: "to" });
-  if (isDir && isWithin(src, target.real)) throw new ToolError("REFUSED", `Cannot copy the folder ${src} into itself (${target.real})`, { from: src, to: target.real });
+  if (isDir && isWithin(src, target.real))
+    throw new ToolError("REFUSED", `Cannot copy the folder ${src} into itself (${target.real})`, { from: src, to: target.real });
 
   return withTargetDir(ctx.scope, target, apply, async (dstDir, created) => {
     const existing = dstDir ? lstatIn(dstDir, target.name) : undefined;
@@ -130,10 +131,19 @@ async function copyFolder({ ctx, src, target, dstDir, created, creating, apply }
     } finally {
       to.close();
     }
-    return { applied: true, ...plan, copied: { files: report.files, directories: report.directories, bytes: report.bytes }, skipped: report.skipped.slice(0, LIMITS.planEntries), createdDirectories: created };
+    return {
+      applied: true,
+      ...plan,
+      copied: { files: report.files, directories: report.directories, bytes: report.bytes },
+      skipped: report.skipped.slice(0, LIMITS.planEntries),
+      createdDirectories: created,
+    };
   } finally {
     from.close();
   }
 }
 
-export const copyTool = transferTool({ name: "copy", from: "File or folder to copy", to: "Destination path", run }, "Copy a file, or a folder with everything in it, to a new path (`to` is the full destination path, not a folder to copy into). An existing destination file is replaced only with overwrite: true; folders are never merged. Symlinks inside a copied folder are skipped, never followed. Permissions are kept.");
+export const copyTool = transferTool(
+  { name: "copy", from: "File or folder to copy", to: "Destination path", run },
+  "Copy a file, or a folder with everything in it, to a new path (`to` is the full destination path, not a folder to copy into). An existing destination file is replaced only with overwrite: true; folders are never merged. Symlinks inside a copied folder are skipped, never followed. Permissions are kept.",
+);

@@ -27,18 +27,29 @@ async function run(input: { path: string; recursive?: boolean }, ctx: ToolContex
     const type = entryTypeOf(stat);
     let plan: Record<string, unknown> & { diff: string; summary: string };
     if (type !== "directory") {
-      const what = type === "symlink" ? `the symlink ${real} (only the link; its target is not touched)` : `${type === "file" ? "the file" : `the ${type}`} ${real}`;
-      plan = { diff: "", summary: `Delete ${what}${type === "file" ? ` (${byteCount(stat.size)})` : ""}`, path: real, type, removes: [{ path: name, type, ...(type === "file" ? { size: stat.size } : {}) }] };
+      const what =
+        type === "symlink" ? `the symlink ${real} (only the link; its target is not touched)` : `${type === "file" ? "the file" : `the ${type}`} ${real}`;
+      plan = {
+        diff: "",
+        summary: `Delete ${what}${type === "file" ? ` (${byteCount(stat.size)})` : ""}`,
+        path: real,
+        type,
+        removes: [{ path: name, type, ...(type === "file" ? { size: stat.size } : {}) }],
+      };
     } else {
       const child = openChildDir(dir, name);
       try {
         if (!input.recursive) {
           const count = readSortedEntries(child).length;
           if (count > 0) {
-            throw new ToolError("DIRECTORY_NOT_EMPTY", `${JSON.stringify(real)} is a folder with ${plural(count, "entry")}; set recursive to delete it and everything in it`, {
-              path: real,
-              entries: count,
-            });
+            throw new ToolError(
+              "DIRECTORY_NOT_EMPTY",
+              `${JSON.stringify(real)} is a folder with ${plural(count, "entry")}; set recursive to delete it and everything in it`,
+              {
+                path: real,
+                entries: count,
+              },
+            );
           }
           plan = { diff: "", summary: `Delete the empty folder ${real}`, path: real, type, removes: [{ path: name, type }] };
         } else {

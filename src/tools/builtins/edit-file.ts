@@ -21,7 +21,9 @@ const input = Type.Object(
       ),
       { minItems: 1, maxItems: 100 },
     ),
-    expectedSha256: Type.Optional(Type.String({ pattern: "^[0-9a-f]{64}$", description: "Refuse unless the file's current sha256 is this (the plan reports it)" })),
+    expectedSha256: Type.Optional(
+      Type.String({ pattern: "^[0-9a-f]{64}$", description: "Refuse unless the file's current sha256 is this (the plan reports it)" }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -57,17 +59,25 @@ function applyEdits(text: string, edits: EditInput["edits"], shown: string): str
       const what = count === 0 ? "was not found" : "occurs more than once; add surrounding text so it matches exactly one place";
       // Apply answers the find's own error too: it cannot know whether a plan ever matched (a direct
       // `--apply` had none). An approved apply re-plans first, and `invokeTool` reports that as FILE_CHANGED.
-      throw new ToolError(cause, `Edit ${index}: the find text ${what} in ${JSON.stringify(shown)}; nothing was written`, { path: shown, edit: index, find: edit.find.slice(0, 200) });
+      throw new ToolError(cause, `Edit ${index}: the find text ${what} in ${JSON.stringify(shown)}; nothing was written`, {
+        path: shown,
+        edit: index,
+        find: edit.find.slice(0, 200),
+      });
     }
     return { start: first, end: first + find.length, replace, index };
   });
   located.sort((a, b) => a.start - b.start);
   for (let i = 1; i < located.length; i++) {
     if (located[i]!.start < located[i - 1]!.end) {
-      throw new ToolError("EDITS_OVERLAP", `Edits ${located[i - 1]!.index} and ${located[i]!.index} overlap in ${JSON.stringify(shown)}; merge them into one edit`, {
-        path: shown,
-        edits: [located[i - 1]!.index, located[i]!.index],
-      });
+      throw new ToolError(
+        "EDITS_OVERLAP",
+        `Edits ${located[i - 1]!.index} and ${located[i]!.index} overlap in ${JSON.stringify(shown)}; merge them into one edit`,
+        {
+          path: shown,
+          edits: [located[i - 1]!.index, located[i]!.index],
+        },
+      );
     }
   }
   let out = "";
@@ -99,11 +109,16 @@ async function run(input: EditInput, ctx: ToolContext, apply: boolean) {
     const diff = unifiedDiff(real, real, before, after);
     const bytes = Buffer.from(after, "utf8");
     if (bytes.length > LIMITS.textFileBytes) {
-      throw new ToolError("FILE_TOO_LARGE", `The edited file would be ${bytes.length} bytes; the limit is ${LIMITS.textFileBytes}`, { path: real, limit: LIMITS.textFileBytes });
+      throw new ToolError("FILE_TOO_LARGE", `The edited file would be ${bytes.length} bytes; the limit is ${LIMITS.textFileBytes}`, {
+        path: real,
+        limit: LIMITS.textFileBytes,
+      });
     }
     const plan = {
       diff,
-      summary: (diff === "" ? `No change to ${real}: the edits leave it as it is` : `Edit ${real}: ${plural(input.edits.length, "replacement")}`) + hardLinkNote(current),
+      summary:
+        (diff === "" ? `No change to ${real}: the edits leave it as it is` : `Edit ${real}: ${plural(input.edits.length, "replacement")}`) +
+        hardLinkNote(current),
       path: real,
       unchanged: diff === "",
       sha256: beforeSha,
@@ -121,6 +136,7 @@ async function run(input: EditInput, ctx: ToolContext, apply: boolean) {
   }
 }
 
-const description = "Edit a UTF-8 text file by exact find/replace: each find must occur exactly once in the current file (otherwise the call fails, saying not found or ambiguous), and edits must not overlap. Line endings (LF or CRLF) and permissions are kept. Applying re-checks every find against the file as it is then and refuses if the file changed.";
+const description =
+  "Edit a UTF-8 text file by exact find/replace: each find must occur exactly once in the current file (otherwise the call fails, saying not found or ambiguous), and edits must not overlap. Line endings (LF or CRLF) and permissions are kept. Applying re-checks every find against the file as it is then and refuses if the file changed.";
 
 export const editFile = definePlannedTool({ name: "edit_file", description, input, hints: { destructive: false }, run });

@@ -19,7 +19,9 @@ export const globTool = defineLocalTool({
       path: optionalPathField("Folder to search from (default: the first root)"),
       dot: flagField(false, "Let wildcards match names starting with a dot"),
       includeIgnored: flagField(false, "Also enter .git and node_modules"),
-      type: Type.Optional(Type.Union([Type.Literal("any"), Type.Literal("file"), Type.Literal("directory")], { default: "any", description: "Only files or only folders" })),
+      type: Type.Optional(
+        Type.Union([Type.Literal("any"), Type.Literal("file"), Type.Literal("directory")], { default: "any", description: "Only files or only folders" }),
+      ),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.globMatches, default: LIMITS.globMatches })),
     },
     { additionalProperties: false },

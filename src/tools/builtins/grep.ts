@@ -60,7 +60,12 @@ export const grepTool = defineLocalTool({
       includeIgnored: flagField(false, "Also search .git and node_modules"),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.grepMatches, default: LIMITS.grepMatches })),
       regexTimeoutMs: Type.Optional(
-        Type.Integer({ minimum: 1, maximum: GREP_REGEX_BUDGET_MS, default: GREP_REGEX_BUDGET_MS, description: "Time the regular expression may run in total before the search stops" }),
+        Type.Integer({
+          minimum: 1,
+          maximum: GREP_REGEX_BUDGET_MS,
+          default: GREP_REGEX_BUDGET_MS,
+          description: "Time the regular expression may run in total before the search stops",
+        }),
       ),
     },
     { additionalProperties: false },
@@ -212,7 +217,9 @@ class GrepSearch {
       const lines = file.text.split("\n");
       let returned = 0;
       for (let h = 0; h < result.hits.length && this.matches.length < this.limit; h += 2) {
-        this.matches.push(matchAt(file.rel, lines, { index: result.hits[h]!, column: result.hits[h + 1]!, length: result.lengths[h / 2] ?? 0 }, this.contextLines));
+        this.matches.push(
+          matchAt(file.rel, lines, { index: result.hits[h]!, column: result.hits[h + 1]!, length: result.lengths[h / 2] ?? 0 }, this.contextLines),
+        );
         returned++;
       }
       this.omittedMatches += result.total - returned;

@@ -32,7 +32,9 @@ export const listDirectory = defineLocalTool({
       path: optionalPathField("Folder to list (default: the first root)"),
       recursive: flagField(false, "Also list sub-folders, depth first"),
       includeIgnored: flagField(false, "Enter .git and node_modules when recursive"),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.listEntries, default: LIMITS.listEntries, description: "Entries to return (at most 1000)" })),
+      limit: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: LIMITS.listEntries, default: LIMITS.listEntries, description: "Entries to return (at most 1000)" }),
+      ),
     },
     { additionalProperties: false },
   ),

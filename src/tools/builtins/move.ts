@@ -31,9 +31,13 @@ async function moveAcrossDevices(srcDir: DirHandle, srcName: string, dstDir: Dir
       from.close();
     }
     if (report.skipped.length > 0) {
-      throw new ToolError("REFUSED", `Moved a copy across file systems, but ${plural(report.skipped.length, "entry")} (special files) could not be moved, so the source was kept`, {
-        skipped: report.skipped.slice(0, 100),
-      });
+      throw new ToolError(
+        "REFUSED",
+        `Moved a copy across file systems, but ${plural(report.skipped.length, "entry")} (special files) could not be moved, so the source was kept`,
+        {
+          skipped: report.skipped.slice(0, 100),
+        },
+      );
     }
   } else {
     throw new ToolError("SPECIAL_FILE", `Cannot move a ${entryTypeOf(stat)} across file systems`);
@@ -136,4 +140,7 @@ async function run(input: TransferInput, ctx: ToolContext, apply: boolean) {
   }
 }
 
-export const moveTool = transferTool({ name: "move", from: "What to move", to: "New path", run }, "Move or rename a file, folder or symlink (the link itself). `to` is the full new path, not a folder to move into. An existing destination file is replaced only with overwrite: true; a folder is never replaced. Works across file systems (copy, then delete).");
+export const moveTool = transferTool(
+  { name: "move", from: "What to move", to: "New path", run },
+  "Move or rename a file, folder or symlink (the link itself). `to` is the full new path, not a folder to move into. An existing destination file is replaced only with overwrite: true; a folder is never replaced. Works across file systems (copy, then delete).",
+);

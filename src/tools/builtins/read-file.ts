@@ -18,7 +18,7 @@ export function readAt(fd: number, buffer: Buffer, position: number): Promise<nu
 export async function hashFd(fd: number, algorithm: "sha256" | "md5", signal?: AbortSignal): Promise<string> {
   const hash = createHash(algorithm);
   const buffer = Buffer.allocUnsafe(1024 * 1024);
-  for (let position = 0; ; ) {
+  for (let position = 0; ;) {
     throwIfAborted(signal);
     const n = await readAt(fd, buffer, position);
     if (n === 0) break;
@@ -72,7 +72,9 @@ export const readFile = defineLocalTool({
         ...(range.lastLineCut ? { lastLineTruncated: true } : {}),
         modified: isoTime(file.stat.mtimeMs),
         // The whole file, for a handle the server makes (the bytes move only when the handle is fetched).
-        ...(range.truncated ? { blobSource: { path: real, size: file.stat.size, sha256: await hashFd(file.fd, "sha256", ctx.signal), contentType: "text/plain; charset=utf-8" } } : {}),
+        ...(range.truncated
+          ? { blobSource: { path: real, size: file.stat.size, sha256: await hashFd(file.fd, "sha256", ctx.signal), contentType: "text/plain; charset=utf-8" } }
+          : {}),
       };
     } finally {
       fs.closeSync(file.fd);
@@ -132,7 +134,7 @@ class LineRange {
 
   async read(fd: number, signal: AbortSignal | undefined): Promise<void> {
     const chunk = Buffer.allocUnsafe(CHUNK);
-    for (let position = 0; ; ) {
+    for (let position = 0; ;) {
       throwIfAborted(signal);
       const n = await readAt(fd, chunk, position);
       if (n === 0) {
@@ -159,7 +161,7 @@ class LineRange {
 
   /** One chunk, read at `position`, line by line; true when nothing after it is needed. */
   private scan(view: Buffer, position: number): boolean {
-    for (let i = 0; i < view.length; ) {
+    for (let i = 0; i < view.length;) {
       const nl = view.indexOf(10, i);
       const segEnd = nl === -1 ? view.length : nl + 1;
       const inRange = this.line >= this.start && (this.end === undefined || this.line <= this.end);

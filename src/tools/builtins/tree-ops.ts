@@ -27,7 +27,17 @@ export interface TreeSummary {
 
 /** What a tree holds, for a plan: totals plus the first `limit` entries. */
 export async function summarizeTree(dir: DirHandle, signal?: AbortSignal): Promise<TreeSummary> {
-  const summary: TreeSummary = { files: 0, directories: 0, symlinks: 0, other: 0, bytes: 0, entries: [], truncated: false, limit: LIMITS.planEntries, omitted: 0 };
+  const summary: TreeSummary = {
+    files: 0,
+    directories: 0,
+    symlinks: 0,
+    other: 0,
+    bytes: 0,
+    entries: [],
+    truncated: false,
+    limit: LIMITS.planEntries,
+    omitted: 0,
+  };
   await walkTree(dir, {
     recursive: true,
     maxDepth: Number.MAX_SAFE_INTEGER,
@@ -139,7 +149,14 @@ export interface CopyReport {
  * Copies the contents of `src` into the (new, empty) directory `dst`. Symlinks are skipped, or recreated with
  * the same target text when `recreateSymlinks` (a move keeps links as links). FIFOs, sockets and devices are skipped.
  */
-export async function copyTreeContents(src: DirHandle, dst: DirHandle, report: CopyReport, opts: { recreateSymlinks: boolean; signal?: AbortSignal }, rel = "", depth = 0): Promise<void> {
+export async function copyTreeContents(
+  src: DirHandle,
+  dst: DirHandle,
+  report: CopyReport,
+  opts: { recreateSymlinks: boolean; signal?: AbortSignal },
+  rel = "",
+  depth = 0,
+): Promise<void> {
   for (const entry of readSortedEntries(src)) {
     const path = rel ? `${rel}/${entry.name}` : entry.name;
     const stat = fs.lstatSync(src.at(entry.name));
@@ -170,7 +187,11 @@ export async function copyTreeContents(src: DirHandle, dst: DirHandle, report: C
       fs.symlinkSync(fs.readlinkSync(src.at(entry.name)), dst.at(entry.name));
       report.symlinks++;
     } else {
-      report.skipped.push({ path, type: stat.isSymbolicLink() ? "symlink" : "special", reason: stat.isSymbolicLink() ? "symlinks are not copied" : "not a regular file" });
+      report.skipped.push({
+        path,
+        type: stat.isSymbolicLink() ? "symlink" : "special",
+        reason: stat.isSymbolicLink() ? "symlinks are not copied" : "not a regular file",
+      });
     }
     await pace(opts.signal);
   }

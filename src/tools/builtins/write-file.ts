@@ -12,7 +12,12 @@ const input = Type.Object(
   {
     path: pathField("File to create or overwrite"),
     content: Type.Optional(Type.String({ maxLength: LIMITS.textFileBytes, description: "The complete new content (UTF-8); or give blob" })),
-    blob: Type.Optional(Type.String({ pattern: "^b_[A-Za-z0-9_-]{22}$", description: "Instead of content: the id of a blob you uploaded (POST /api/host/blobs, then PUT its bytes), for binary or large files" })),
+    blob: Type.Optional(
+      Type.String({
+        pattern: "^b_[A-Za-z0-9_-]{22}$",
+        description: "Instead of content: the id of a blob you uploaded (POST /api/host/blobs, then PUT its bytes), for binary or large files",
+      }),
+    ),
     createParents: flagField(true, "Create missing parent folders"),
     overwrite: flagField(true, "Replace an existing file (false: fail if it exists)"),
   },
@@ -49,7 +54,8 @@ function describe(real: string, current: CurrentFile | undefined, content: strin
 }
 
 async function run(input: WriteInput, ctx: ToolContext, apply: boolean) {
-  if ((input.content === undefined) === (input.blob === undefined)) throw new ToolError("INVALID_INPUT", `Give the new content as "content" (text) or as "blob" (the id of a blob you uploaded): exactly one of them`);
+  if ((input.content === undefined) === (input.blob === undefined))
+    throw new ToolError("INVALID_INPUT", `Give the new content as "content" (text) or as "blob" (the id of a blob you uploaded): exactly one of them`);
   if (input.blob !== undefined) {
     const blob = blobOf(ctx, input.blob);
     const text = await smallText(blob, ctx.signal);
@@ -62,7 +68,9 @@ async function run(input: WriteInput, ctx: ToolContext, apply: boolean) {
 async function runText(input: WriteInput, content: string, ctx: ToolContext, apply: boolean) {
   const bytes = Buffer.from(content, "utf8");
   if (bytes.length > LIMITS.textFileBytes) {
-    throw new ToolError("FILE_TOO_LARGE", `The content is ${bytes.length} bytes; write_file writes up to ${LIMITS.textFileBytes}`, { limit: LIMITS.textFileBytes });
+    throw new ToolError("FILE_TOO_LARGE", `The content is ${bytes.length} bytes; write_file writes up to ${LIMITS.textFileBytes}`, {
+      limit: LIMITS.textFileBytes,
+    });
   }
   const target = await writeTarget(ctx.scope, input.path, input.createParents ?? true);
   return withTargetDir(ctx.scope, target, apply, async (dir, created) => {

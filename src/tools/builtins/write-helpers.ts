@@ -89,7 +89,12 @@ export async function writeTarget(scope: Scope, input: string, createParents: bo
 }
 
 /** Runs `fn` with the target's folder open: without `create`, a missing folder means there is no file yet. */
-export async function withTargetDir<T>(scope: Scope, target: WriteTarget, create: boolean, fn: (dir: DirHandle | undefined, created: string[]) => Promise<T> | T): Promise<T> {
+export async function withTargetDir<T>(
+  scope: Scope,
+  target: WriteTarget,
+  create: boolean,
+  fn: (dir: DirHandle | undefined, created: string[]) => Promise<T> | T,
+): Promise<T> {
   const created: string[] = [];
   if (!create && target.missing.length > 0) return fn(undefined, created);
   const dir = openDirInScope(scope, target.parent, { create, created });

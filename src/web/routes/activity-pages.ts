@@ -46,7 +46,8 @@ const adminActivity: FastifyPluginAsyncTypebox = async (fastify) => {
             ...(outcomeFilter ? { outcome: outcomeFilter } : {}),
             before,
           });
-    const query = (extra: Record<string, string>) => `/admin/activity?${new URLSearchParams({ ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v)), ...extra })}`;
+    const query = (extra: Record<string, string>) =>
+      `/admin/activity?${new URLSearchParams({ ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v)), ...extra })}`;
     return reply.tetherRender("admin/activity", {
       title: "Activity",
       page,
@@ -64,5 +65,10 @@ export const activityPages = fp(
     await fastify.register(ownActivity);
     await fastify.register(adminActivity);
   },
-  { name: "tether-activity-pages", fastify: "5.x", encapsulate: true, dependencies: ["tether-activity", "tether-auth", "tether-db", "tether-session", "tether-page-render"] },
+  {
+    name: "tether-activity-pages",
+    fastify: "5.x",
+    encapsulate: true,
+    dependencies: ["tether-activity", "tether-auth", "tether-db", "tether-session", "tether-page-render"],
+  },
 );

@@ -90,7 +90,14 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (hasMcpOAuth(fastify.tetherAuth)) await mcpOAuthApi(fastify.tetherAuth).revokeMcpOAuthTokens({ body: { userId: id } });
     await users.revokeSessions(id);
     const admin = signedInUser(request);
-    fastify.tetherActivity.record({ userId: id, event: "session.revoke-all", actor: "admin", outcome: "ok", ipAddress: request.ip, detail: { by: admin.email } });
+    fastify.tetherActivity.record({
+      userId: id,
+      event: "session.revoke-all",
+      actor: "admin",
+      outcome: "ok",
+      ipAddress: request.ip,
+      detail: { by: admin.email },
+    });
     // Signing oneself out everywhere ends this session too.
     return redirectTo(request, reply, id === admin.id ? "/login" : `${USERS_PATH}/${id}?notice=signed-out`);
   });

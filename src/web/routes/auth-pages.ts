@@ -108,7 +108,8 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
       // With two-factor on, the password is only the first step (better-auth set its challenge cookie).
       const signedIn = (await response.json()) as { twoFactorRedirect?: boolean };
       const next = safeReturnPath(request.body.next);
-      if (signedIn.twoFactorRedirect) return redirectTo(request, reply, next ? `${TWO_FACTOR_LOGIN_PATH}?${RETURN_PARAM}=${encodeURIComponent(next)}` : TWO_FACTOR_LOGIN_PATH);
+      if (signedIn.twoFactorRedirect)
+        return redirectTo(request, reply, next ? `${TWO_FACTOR_LOGIN_PATH}?${RETURN_PARAM}=${encodeURIComponent(next)}` : TWO_FACTOR_LOGIN_PATH);
       return redirectTo(request, reply, next ?? HOME_PATH);
     }
     const failure = await readAuthFailure(response, "Login failed");
@@ -129,7 +130,12 @@ const guestOnlyPages: FastifyPluginAsyncTypebox = async (fastify) => {
   await fastify.register(twoFactorLogin, { homePath: HOME_PATH });
 
   const signupPage = (request: FastifyRequest, reply: FastifyReply, form: FormState) =>
-    showForm(request, reply, "signup", { title: "Create your account", form, minPasswordLength: PASSWORD_MIN_LENGTH, next: safeReturnPath(returnPathOf(request)) });
+    showForm(request, reply, "signup", {
+      title: "Create your account",
+      form,
+      minPasswordLength: PASSWORD_MIN_LENGTH,
+      next: safeReturnPath(returnPathOf(request)),
+    });
 
   fastify.get("/signup", { schema: { querystring: SignupQuery } }, async (request, reply) => signupPage(request, reply, { values: {} }));
 

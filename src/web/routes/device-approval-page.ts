@@ -95,14 +95,19 @@ function deviceApproval(options: DeviceApprovalPageOptions): FastifyPluginAsync 
       const key = `device-code:${signedInUser(request).id}`;
       // A limit that cannot be checked is never skipped: the page says to try again shortly (503).
       const retryIn = await limiter.hit(key).catch((error: unknown) => {
-        throw new HttpError(503, "RATE_LIMIT_UNAVAILABLE", "Entering codes is unavailable for a moment (the rate limit cannot be checked); try again shortly", { cause: error });
+        throw new HttpError(503, "RATE_LIMIT_UNAVAILABLE", "Entering codes is unavailable for a moment (the rate limit cannot be checked); try again shortly", {
+          cause: error,
+        });
       });
       if (retryIn > 0) return { error: `Too many codes tried. Wait ${Math.ceil(retryIn / 60)} minute(s), then try again.`, status: 429 };
       try {
         const found = await auth.deviceVerify({ query: { user_code: userCode }, headers: toWebHeaders(request.headers) });
         // Without the details, the code is being confirmed by another account: as good as unknown here.
         if (found.status !== "pending" || found.device_name === undefined) {
-          return { error: found.status === "pending" ? explain(new APIError("BAD_REQUEST")) : "That code was already used. Start tether-host again for a new one.", status: 400 };
+          return {
+            error: found.status === "pending" ? explain(new APIError("BAD_REQUEST")) : "That code was already used. Start tether-host again for a new one.",
+            status: 400,
+          };
         }
         // A refund that fails only leaves one extra count in the window.
         await limiter.refund(key).catch((error: unknown) => request.log.warn({ err: error }, "device code limit refund failed"));

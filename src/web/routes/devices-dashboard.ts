@@ -86,10 +86,14 @@ const pageRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   );
   fastify.get(`${DEVICES_PATH}/panel/live`, async (_request, reply) => reply.tetherRender("devices/live"));
   // The lists alone (what #devices-list and #proposals-list swap in).
-  fastify.get(`${DEVICES_PATH}/panel/devices`, async (request, reply) => reply.tetherRender("devices/items", { devices: await listDevices(fastify, ownerOf(request)) }));
+  fastify.get(`${DEVICES_PATH}/panel/devices`, async (request, reply) =>
+    reply.tetherRender("devices/items", { devices: await listDevices(fastify, ownerOf(request)) }),
+  );
   fastify.get(`${DEVICES_PATH}/panel/proposals`, { schema: { querystring: PanelQuery } }, async (request, reply) => {
     const owner = ownerOf(request);
-    return reply.tetherRender("devices/proposal-items", { proposalPanel: await proposalPanel(fastify, owner, await service.listDevices(owner), request.query.cursor) });
+    return reply.tetherRender("devices/proposal-items", {
+      proposalPanel: await proposalPanel(fastify, owner, await service.listDevices(owner), request.query.cursor),
+    });
   });
 };
 

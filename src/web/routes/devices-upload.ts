@@ -101,10 +101,16 @@ async function readUploadForm(request: FastifyRequest, stage: (body: Readable) =
 }
 
 /** Stages the file within the store's limit and the owner's room under the quota (checked again, exactly, on adoption). */
-async function stageWithin(blobs: FastifyRequest["server"]["tetherBlobs"], userId: string, body: Readable, keep: (staged: StagedUpload) => void): Promise<void> {
+async function stageWithin(
+  blobs: FastifyRequest["server"]["tetherBlobs"],
+  userId: string,
+  body: Readable,
+  keep: (staged: StagedUpload) => void,
+): Promise<void> {
   const maxBytes = Math.min(MAX_BLOB_BYTES, blobs.quotaBytes);
   const roomBytes = blobs.quotaBytes - (await blobs.usage(userId));
-  if (roomBytes <= 0) throw new BlobError("BLOB_QUOTA_EXCEEDED", `Your blobs already take all of your ${blobs.quotaBytes} bytes; nothing was kept. Blobs expire by themselves.`);
+  if (roomBytes <= 0)
+    throw new BlobError("BLOB_QUOTA_EXCEEDED", `Your blobs already take all of your ${blobs.quotaBytes} bytes; nothing was kept. Blobs expire by themselves.`);
   keep(await stageUpload(blobs.stagingDir, body, { maxBytes, roomBytes }));
 }
 
@@ -117,6 +123,7 @@ function unreadable(error: unknown): unknown {
   const status = (error as { statusCode?: unknown } | undefined)?.statusCode;
   const code = (error as { code?: unknown } | undefined)?.code;
   const message = error instanceof Error ? error.message : String(error);
-  if (typeof status === "number" && status >= 400 && status < 500) return new HttpError(status, typeof code === "string" ? code : "INVALID_UPLOAD", `${message}; nothing was kept`);
+  if (typeof status === "number" && status >= 400 && status < 500)
+    return new HttpError(status, typeof code === "string" ? code : "INVALID_UPLOAD", `${message}; nothing was kept`);
   return new HttpError(400, "INVALID_UPLOAD", `The upload could not be read as a form (${message}); nothing was kept`);
 }

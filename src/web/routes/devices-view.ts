@@ -123,7 +123,13 @@ export async function downloadsPanel(fastify: FastifyInstance) {
   const [listed, build] = await Promise.all([fastify.tetherHostDownloads.list(), fastify.tetherHostDownloads.buildStatus()]);
   // An executable being built again (it was out of date) is not offered until the new one is there.
   const downloads = build?.state === "preparing" ? listed.filter((download) => download.platform !== build.platform) : listed;
-  return { downloads, installCommands: installCommands(downloads, { baseURL: baseURLOf(fastify) }), build, unavailable: unavailablePlatforms(downloads), platformLabel };
+  return {
+    downloads,
+    installCommands: installCommands(downloads, { baseURL: baseURLOf(fastify) }),
+    build,
+    unavailable: unavailablePlatforms(downloads),
+    platformLabel,
+  };
 }
 
 /** The whole page; any panel may carry extras (a pairing code, a tool run, a notice). */

@@ -39,7 +39,14 @@ const routes: FastifyPluginAsync = async (fastify) => {
       hasActivity ? fastify.tetherActivity.list({ userId: user.id, limit: RECENT_ACTIVITY }) : undefined,
     ]);
     const userCount = user.isSiteAdmin
-      ? Number((await fastify.tetherDb.selectFrom("user").select((eb) => eb.fn.countAll().as("count")).executeTakeFirstOrThrow()).count)
+      ? Number(
+          (
+            await fastify.tetherDb
+              .selectFrom("user")
+              .select((eb) => eb.fn.countAll().as("count"))
+              .executeTakeFirstOrThrow()
+          ).count,
+        )
       : 0;
     return reply.tetherRender("home", {
       title: "Home",
@@ -55,7 +62,12 @@ const routes: FastifyPluginAsync = async (fastify) => {
   });
 };
 
-export const homePage = fp(routes, { name: "tether-home-page", fastify: "5.x", encapsulate: true, dependencies: ["tether-auth", "tether-db", "tether-page-render"] });
+export const homePage = fp(routes, {
+  name: "tether-home-page",
+  fastify: "5.x",
+  encapsulate: true,
+  dependencies: ["tether-auth", "tether-db", "tether-page-render"],
+});
 
 /**
  * The count of changes waiting for approval, for the navigation of every signed-in page (`it.navCounts`).

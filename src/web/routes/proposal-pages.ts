@@ -66,11 +66,9 @@ export const proposalPages: FastifyPluginAsync = async (instance) => {
   // The whole stored diff, for a proposal too large to show on the page: a download, never rendered.
   fastify.get("/devices/proposals/:id/diff", { schema: { params: Params } }, async (request, reply) => {
     const proposal = await owned(signedInUser(request).id, request.params.id);
-    if (proposal.diff === null) throw new HttpError(410, "PROPOSAL_PURGED", "This proposal's diff was deleted after the retention period; its record stays in your activity.");
-    return reply
-      .type("text/plain; charset=utf-8")
-      .header("content-disposition", `attachment; filename="proposal-${proposal.id}.diff"`)
-      .send(proposal.diff);
+    if (proposal.diff === null)
+      throw new HttpError(410, "PROPOSAL_PURGED", "This proposal's diff was deleted after the retention period; its record stays in your activity.");
+    return reply.type("text/plain; charset=utf-8").header("content-disposition", `attachment; filename="proposal-${proposal.id}.diff"`).send(proposal.diff);
   });
 
   /**

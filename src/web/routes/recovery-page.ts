@@ -38,7 +38,9 @@ export const recoveryPage: FastifyPluginAsyncTypebox = async (fastify) => {
   const survivors = async (userId: string) => ({
     tokens: await fastify.tetherApiTokens.list(userId),
     devices: host ? await host.listDevices(userId) : [],
-    passkeys: passkeysEnabled ? await db.selectFrom("passkey").select(["id", "name", "createdAt"]).where("userId", "=", userId).orderBy("createdAt", "desc").execute() : [],
+    passkeys: passkeysEnabled
+      ? await db.selectFrom("passkey").select(["id", "name", "createdAt"]).where("userId", "=", userId).orderBy("createdAt", "desc").execute()
+      : [],
   });
 
   const show = async (request: FastifyRequest, reply: FastifyReply, extras: { notice?: string; focusNotice?: boolean } = {}) => {
@@ -52,15 +54,23 @@ export const recoveryPage: FastifyPluginAsyncTypebox = async (fastify) => {
   const recoveringUser = async (request: FastifyRequest): Promise<string> => {
     const userId = await recovery.userOf(request.cookies);
     if (!userId) {
-      throw new HttpError(403, "RECOVERY_EXPIRED", `This page revokes credentials for ${RECOVERY_SECONDS / 60} minutes after a password reset. Sign in with your new password and revoke them from the settings pages.`);
+      throw new HttpError(
+        403,
+        "RECOVERY_EXPIRED",
+        `This page revokes credentials for ${RECOVERY_SECONDS / 60} minutes after a password reset. Sign in with your new password and revoke them from the settings pages.`,
+      );
     }
     return userId;
   };
 
   const revoked = (request: FastifyRequest, reply: FastifyReply, kind: string) =>
-    wantsFragment(request) ? show(request, reply, { notice: NOTICES.get(kind), focusNotice: true }) : redirectTo(request, reply, `${RESET_DONE_PATH}?notice=${kind}`);
+    wantsFragment(request)
+      ? show(request, reply, { notice: NOTICES.get(kind), focusNotice: true })
+      : redirectTo(request, reply, `${RESET_DONE_PATH}?notice=${kind}`);
 
-  fastify.get(RESET_DONE_PATH, { schema: { querystring: DoneQuery } }, async (request, reply) => show(request, reply, { notice: NOTICES.get(request.query.notice ?? "") }));
+  fastify.get(RESET_DONE_PATH, { schema: { querystring: DoneQuery } }, async (request, reply) =>
+    show(request, reply, { notice: NOTICES.get(request.query.notice ?? "") }),
+  );
 
   fastify.post(`${RESET_DONE_PATH}/tokens/:id/revoke`, { schema: { params: ItemParams } }, async (request, reply) => {
     const userId = await recoveringUser(request);
@@ -82,12 +92,22 @@ export const recoveryPage: FastifyPluginAsyncTypebox = async (fastify) => {
       const userId = await recoveringUser(request);
       // No session to call better-auth's delete-passkey with: its adapter removes the row, as that endpoint does.
       const adapter = (await auth.$context).adapter;
-      const where = [{ field: "id", value: request.params.id }, { field: "userId", value: userId }];
+      const where = [
+        { field: "id", value: request.params.id },
+        { field: "userId", value: userId },
+      ];
       const passkey = await adapter.findOne<{ name: string | null }>({ model: "passkey", where });
       if (!passkey) throw notFound(GONE);
       await adapter.delete({ model: "passkey", where });
       if (fastify.hasDecorator("tetherActivity")) {
-        fastify.tetherActivity.record({ userId, event: "passkey.remove", actor: "visitor", outcome: "ok", ipAddress: request.ip, detail: passkey.name ? { name: passkey.name } : null });
+        fastify.tetherActivity.record({
+          userId,
+          event: "passkey.remove",
+          actor: "visitor",
+          outcome: "ok",
+          ipAddress: request.ip,
+          detail: passkey.name ? { name: passkey.name } : null,
+        });
       }
       return revoked(request, reply, "passkey");
     });

@@ -9,7 +9,11 @@ import { signedInUser } from "../guard.js";
 import { wantsFragment } from "../render.js";
 
 const SECURITY_PATH = "/settings/security";
-const PasswordBody = Type.Object({ currentPassword: optionalText(PASSWORD_MAX_LENGTH), newPassword: optionalText(PASSWORD_MAX_LENGTH), signOutOthers: optionalText(10) });
+const PasswordBody = Type.Object({
+  currentPassword: optionalText(PASSWORD_MAX_LENGTH),
+  newPassword: optionalText(PASSWORD_MAX_LENGTH),
+  signOutOthers: optionalText(10),
+});
 const PasswordOnlyBody = Type.Object({ password: optionalText(PASSWORD_MAX_LENGTH) });
 const CodeBody = Type.Object({ code: optionalText(20) });
 const PasskeyParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
@@ -50,7 +54,14 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
         ? db.selectFrom("passkey").select(["id", "name", "createdAt", "deviceType"]).where("userId", "=", user.id).orderBy("createdAt", "desc").execute()
         : Promise.resolve([]),
     ]);
-    const data = { title: "Security", twoFactorEnabled: account?.twoFactorEnabled === true, passkeysEnabled, passkeys, minPasswordLength: PASSWORD_MIN_LENGTH, ...extras };
+    const data = {
+      title: "Security",
+      twoFactorEnabled: account?.twoFactorEnabled === true,
+      passkeysEnabled,
+      passkeys,
+      minPasswordLength: PASSWORD_MIN_LENGTH,
+      ...extras,
+    };
     return reply.tetherRender(wantsFragment(request) ? "settings/security-panel" : "settings/security", data);
   };
 
@@ -66,7 +77,8 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     const { currentPassword = "", newPassword = "" } = request.body;
     const signOutOthers = request.body.signOutOthers === "on";
     if (currentPassword === "") return refuse(request, reply, "password", "Enter your current password.");
-    if (newPassword.length < PASSWORD_MIN_LENGTH) return refuse(request, reply, "password", `Choose a new password of at least ${PASSWORD_MIN_LENGTH} characters.`);
+    if (newPassword.length < PASSWORD_MIN_LENGTH)
+      return refuse(request, reply, "password", `Choose a new password of at least ${PASSWORD_MIN_LENGTH} characters.`);
     const response = await fastify.tetherCallAuth(request, reply, {
       method: "POST",
       path: "/change-password",
@@ -93,7 +105,8 @@ function twoFactorRoutes(instance: FastifyInstance, refuse: Refuse): void {
    */
   const withPassword = async (request: FastifyRequest<{ Body: { password?: string } }>, reply: FastifyReply, path: string, verb: string) => {
     const password = request.body.password ?? "";
-    if (password === "") return Response.json({ code: "PASSWORD_REQUIRED", message: `Enter your password to ${verb} two-factor authentication.` }, { status: 400 });
+    if (password === "")
+      return Response.json({ code: "PASSWORD_REQUIRED", message: `Enter your password to ${verb} two-factor authentication.` }, { status: 400 });
     return fastify.tetherCallAuth(request, reply, { method: "POST", path, body: { password } });
   };
   const refusePassword = async (request: FastifyRequest, reply: FastifyReply, response: Response, verb: string) => {
@@ -139,14 +152,16 @@ function twoFactorRoutes(instance: FastifyInstance, refuse: Refuse): void {
 
 /** Removing a passkey (adding one is WebAuthn: the browser talks to better-auth's own routes). */
 function passkeyRemoval(fastify: FastifyInstance, refuse: Refuse): void {
-  fastify.withTypeProvider<TypeBoxTypeProvider>().post(`${SECURITY_PATH}/passkeys/:id/delete`, { schema: { params: PasskeyParams } }, async (request, reply) => {
-    const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/passkey/delete-passkey", body: { id: request.params.id } });
-    if (!response.ok) {
-      const failure = await readAuthFailure(response, "The passkey could not be removed");
-      return refuse(request, reply, "passkeys", failure.message, failure.status);
-    }
-    return redirectTo(request, reply, `${SECURITY_PATH}?notice=passkey-removed`);
-  });
+  fastify
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .post(`${SECURITY_PATH}/passkeys/:id/delete`, { schema: { params: PasskeyParams } }, async (request, reply) => {
+      const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/passkey/delete-passkey", body: { id: request.params.id } });
+      if (!response.ok) {
+        const failure = await readAuthFailure(response, "The passkey could not be removed");
+        return refuse(request, reply, "passkeys", failure.message, failure.status);
+      }
+      return redirectTo(request, reply, `${SECURITY_PATH}?notice=passkey-removed`);
+    });
 }
 
 /** Shows the security page again with a refusal in one section. */

@@ -49,14 +49,16 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!token) throw notFound(GONE);
     const signingOutSelf = request.params.id === (await currentSessionId(request));
     const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/revoke-session", body: { token } });
-    if (!response.ok) return showSessions(request, reply.code(response.status), undefined, (await readAuthFailure(response, "The session could not be signed out")).message);
+    if (!response.ok)
+      return showSessions(request, reply.code(response.status), undefined, (await readAuthFailure(response, "The session could not be signed out")).message);
     revoked(request);
     return redirectTo(request, reply, signingOutSelf ? "/login" : `${SESSIONS_PATH}?notice=revoked`);
   });
 
   fastify.post(`${SESSIONS_PATH}/revoke-others`, async (request, reply) => {
     const response = await fastify.tetherCallAuth(request, reply, { method: "POST", path: "/revoke-other-sessions", body: {} });
-    if (!response.ok) return showSessions(request, reply.code(response.status), undefined, (await readAuthFailure(response, "The sessions could not be signed out")).message);
+    if (!response.ok)
+      return showSessions(request, reply.code(response.status), undefined, (await readAuthFailure(response, "The sessions could not be signed out")).message);
     revoked(request);
     return redirectTo(request, reply, `${SESSIONS_PATH}?notice=others`);
   });

@@ -74,7 +74,14 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
     const userId = signedInUser(request).id;
     const kinds = fastify.tetherApiTokens.grants.kinds;
     const grantChoices = await Promise.all(
-      kinds.map(async (kind) => ({ name: kind.name, field: grantField(kind.name), label: kind.label, hint: kind.hint, goneLabel: kind.goneLabel, choices: await kind.choices(userId) })),
+      kinds.map(async (kind) => ({
+        name: kind.name,
+        field: grantField(kind.name),
+        label: kind.label,
+        hint: kind.hint,
+        goneLabel: kind.goneLabel,
+        choices: await kind.choices(userId),
+      })),
     );
     const data = {
       title: "API tokens",
@@ -100,12 +107,18 @@ const routes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post(TOKENS_PATH, { schema: { body: CreateTokenForm } }, async (request, reply) => {
     const input = readTokenForm(request.body);
     if ("values" in input) return showTokens(request, reply.code(400), { form: input });
-    const grants = readGrants(request.body, fastify.tetherApiTokens.grants.kinds.map((kind) => kind.name));
-    const created = await fastify.tetherApiTokens.create({ userId: signedInUser(request).id, ...input, ...(grants ? { grants } : {}) }).catch((error: unknown) => {
-      // A device removed in another window since the form was shown: said on the form, not as an error page.
-      if (error instanceof HttpError && error.statusCode === 400) return { values: request.body, error: error.message, errorField: "grants" } satisfies FormState;
-      throw error;
-    });
+    const grants = readGrants(
+      request.body,
+      fastify.tetherApiTokens.grants.kinds.map((kind) => kind.name),
+    );
+    const created = await fastify.tetherApiTokens
+      .create({ userId: signedInUser(request).id, ...input, ...(grants ? { grants } : {}) })
+      .catch((error: unknown) => {
+        // A device removed in another window since the form was shown: said on the form, not as an error page.
+        if (error instanceof HttpError && error.statusCode === 400)
+          return { values: request.body, error: error.message, errorField: "grants" } satisfies FormState;
+        throw error;
+      });
     if ("values" in created) return showTokens(request, reply.code(400), { form: created });
     // The value is in this response and nowhere else: it is never stored, and the page is no-store.
     return showTokens(request, reply, { created });

@@ -32,7 +32,9 @@ if (chromiumAvailable(t)) {
       t.teardown(() => context.close());
       const page = await context.newPage();
       watchDocuments(page);
-      await page.route(`${server.url}/broken-fixture`, (route) => route.fulfill({ contentType: "text/html", body: '<!doctype html><html><body><main><img src="/x.png"><button></button></main></body></html>' }));
+      await page.route(`${server.url}/broken-fixture`, (route) =>
+        route.fulfill({ contentType: "text/html", body: '<!doctype html><html><body><main><img src="/x.png"><button></button></main></body></html>' }),
+      );
       await page.goto(`${server.url}/broken-fixture`);
       const found = await fixtureAudit.serious(page, javaScript);
       t.match(found.join("\n"), /html-has-lang[\s\S]*image-alt|image-alt[\s\S]*html-has-lang/, `JavaScript ${javaScript ? "on" : "off"}: found`);
@@ -50,18 +52,36 @@ if (chromiumAvailable(t)) {
   await makeSiteAdmin(server.app, ownerId);
   const code = ((await (await owner.post("/api/host/pairing-codes")).json()) as { code: string }).code;
   const stop = new AbortController();
-  const host = runHost({ server: server.url, tools: builtinTools, roots: [work], configDir: path.join(work, ".config"), pairingCode: code, name: "audit-laptop", handleSignals: false, signal: stop.signal, log: () => {} });
+  const host = runHost({
+    server: server.url,
+    tools: builtinTools,
+    roots: [work],
+    configDir: path.join(work, ".config"),
+    pairingCode: code,
+    name: "audit-laptop",
+    handleSignals: false,
+    signal: stop.signal,
+    log: () => {},
+  });
   t.teardown(async () => {
     stop.abort();
     await host;
   });
   let deviceId = "";
-  await eventually(async () => {
-    const { devices } = (await (await owner.get("/api/host/devices")).json()) as { devices: { id: string; online: boolean }[] };
-    deviceId = devices[0]?.id ?? "";
-    return devices[0]?.online === true;
-  }, 15_000, "the device online");
-  const proposed = await owner.post("/api/host/calls", { deviceId, tool: "edit_file", input: { path: "notes.txt", edits: [{ find: "- bread", replace: "- sourdough bread" }] } });
+  await eventually(
+    async () => {
+      const { devices } = (await (await owner.get("/api/host/devices")).json()) as { devices: { id: string; online: boolean }[] };
+      deviceId = devices[0]?.id ?? "";
+      return devices[0]?.online === true;
+    },
+    15_000,
+    "the device online",
+  );
+  const proposed = await owner.post("/api/host/calls", {
+    deviceId,
+    tool: "edit_file",
+    input: { path: "notes.txt", edits: [{ find: "- bread", replace: "- sourdough bread" }] },
+  });
   const proposalId = ((await proposed.json()) as { proposalId: string }).proposalId;
 
   const SIGNED_IN = [

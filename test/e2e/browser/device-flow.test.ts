@@ -30,7 +30,11 @@ async function startUnpairedDevice(t: Test, serverUrl: string, name: string): Pr
   const root = path.join(work, "project");
   await mkdir(root);
   await writeFile(path.join(root, "notes.txt"), "hello\n");
-  const host = startHost(executable, { TETHER_SERVER_URL: serverUrl, TETHER_ROOTS: root, TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: name }, work);
+  const host = startHost(
+    executable,
+    { TETHER_SERVER_URL: serverUrl, TETHER_ROOTS: root, TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: name },
+    work,
+  );
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");
   });

@@ -125,7 +125,11 @@ if (!existsSync(CHROMIUM)) {
     t.equal(await proposal.locator("del.diff-removed").first().textContent(), "-- bread");
     t.same(await proposal.locator("ins.diff-added").allTextContents(), ["+- sourdough bread", "+- eggs"]);
     t.equal(await readFile(path.join(work, "notes.txt"), "utf8"), "Shopping list\n- milk\n- bread\n", "nothing changed yet");
-    const background = (selector: string) => proposal.locator(selector).first().evaluate((element) => getComputedStyle(element).backgroundColor);
+    const background = (selector: string) =>
+      proposal
+        .locator(selector)
+        .first()
+        .evaluate((element) => getComputedStyle(element).backgroundColor);
     const [added, removed, plain] = await Promise.all([background("ins.diff-added"), background("del.diff-removed"), background(".diff-context")]);
     t.not(added, plain, "added lines are coloured");
     t.not(removed, plain, "removed lines are coloured");
@@ -139,7 +143,10 @@ if (!existsSync(CHROMIUM)) {
       void dialog.accept();
     });
     await proposal.getByRole("button", { name: /^Approve/ }).click();
-    await page.getByRole("status").filter({ hasText: /^Applied: / }).waitFor();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /^Applied: / })
+      .waitFor();
     t.match(confirmText, /Apply this change on “ada-laptop”\?/, "hx-confirm asked first");
     t.equal(await readFile(path.join(work, "notes.txt"), "utf8"), "Shopping list\n- milk\n- sourdough bread\n- eggs\n", "the file changed on disk");
     t.ok(await page.getByText("No changes are waiting for your approval.").isVisible());

@@ -49,7 +49,10 @@ if (chromiumAvailable(t)) {
   t.teardown(() => twins.close());
 
   for (const javaScript of [true, false]) {
-    for (const [screen, viewport] of [["wide", { width: 1200, height: 900 }], ["phone", { width: 390, height: 844 }]] as const) {
+    for (const [screen, viewport] of [
+      ["wide", { width: 1200, height: 900 }],
+      ["phone", { width: 390, height: 844 }],
+    ] as const) {
       t.test(`the whole command is visible: JavaScript ${javaScript ? "on" : "off"}, ${screen} screen`, async (t) => {
         const context = await browser.newContext({ baseURL: server.url, viewport, javaScriptEnabled: javaScript });
         t.teardown(() => context.close());

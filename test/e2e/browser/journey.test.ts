@@ -190,7 +190,10 @@ async function runTools(t: Test, o: { page: Page; deviceName: string; seen: Seen
 }
 
 /** edit_file with two edits (the second group added by "Add another edit"), approved on its own page. */
-async function proposeAndApprove(t: Test, o: { page: Page; machine: string; deviceName: string; javaScript: boolean; until: Until; seen: Seen; label: string }): Promise<void> {
+async function proposeAndApprove(
+  t: Test,
+  o: { page: Page; machine: string; deviceName: string; javaScript: boolean; until: Until; seen: Seen; label: string },
+): Promise<void> {
   const { page } = o;
   const device = page.locator(".device", { hasText: o.deviceName });
   await device.getByRole("link", { name: "edit_file", exact: true }).click();
@@ -207,7 +210,10 @@ async function proposeAndApprove(t: Test, o: { page: Page; machine: string; devi
   await second.getByLabel("Replace").fill("- oat milk");
   await o.seen("devices, edit_file with two edits");
   await page.getByRole("button", { name: "Propose change" }).click();
-  await page.getByRole("status").filter({ hasText: /^Proposed: / }).waitFor();
+  await page
+    .getByRole("status")
+    .filter({ hasText: /^Proposed: / })
+    .waitFor();
   await o.until(page.locator("#proposals-panel .proposal"), "the change under Pending changes");
   t.equal(await readFile(path.join(o.machine, "project", "notes.txt"), "utf8"), NOTES, "nothing changed yet");
 
@@ -229,14 +235,25 @@ async function proposeAndApprove(t: Test, o: { page: Page; machine: string; devi
   t.equal(await diffLines.count(), 8, "headers, hunk, context, two removed, two added");
   const [top, next] = await Promise.all([diffLines.nth(4).boundingBox(), diffLines.nth(5).boundingBox()]);
   t.ok(top && next && next.y >= top.y + top.height, "each diff line on a line of its own");
-  const colour = (selector: string) => page.locator(selector).first().evaluate((element) => getComputedStyle(element).backgroundColor);
+  const colour = (selector: string) =>
+    page
+      .locator(selector)
+      .first()
+      .evaluate((element) => getComputedStyle(element).backgroundColor);
   if (o.javaScript) t.not(await colour("pre.diff ins.diff-added"), await colour("pre.diff .diff-context"), "added lines coloured");
   await o.seen("proposal, pending");
   await screenshot(page, `${o.label}-proposal`);
   await page.getByRole("button", { name: /^Approve/ }).click();
-  await page.getByText(/Applied: 2 replacements in .*notes\.txt/).first().waitFor({ timeout: 20_000 });
+  await page
+    .getByText(/Applied: 2 replacements in .*notes\.txt/)
+    .first()
+    .waitFor({ timeout: 20_000 });
   t.match(await facts.textContent(), /Approved by/, "who decided");
-  t.equal(await readFile(path.join(o.machine, "project", "notes.txt"), "utf8"), "Shopping list\n- oat milk\n- sourdough bread\n", "the file changed on the device");
+  t.equal(
+    await readFile(path.join(o.machine, "project", "notes.txt"), "utf8"),
+    "Shopping list\n- oat milk\n- sourdough bread\n",
+    "the file changed on the device",
+  );
   await o.seen("proposal, applied");
   await screenshot(page, `${o.label}-proposal-applied`);
 }

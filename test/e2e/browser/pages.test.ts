@@ -82,7 +82,8 @@ async function browserTests(): Promise<void> {
     page.on("console", (message) => {
       // Chromium logs every 4xx answer as a failed resource load; a refused form or a 403/404 page is
       // the app working as designed. Anything else (a CSP violation, a script error) is a defect.
-      const expected = /Failed to load resource: the server responded with a status of 4\d\d/.test(message.text()) || options.expectConsole?.test(message.text());
+      const expected =
+        /Failed to load resource: the server responded with a status of 4\d\d/.test(message.text()) || options.expectConsole?.test(message.text());
       if (message.type() === "error" && !expected) {
         problems.push(`console on ${page.url()}: ${message.text()} (${message.location().url})`);
       }
@@ -272,7 +273,12 @@ async function browserTests(): Promise<void> {
     await page.getByRole("status").filter({ hasText: "we have sent it a link" }).waitFor();
     await shot(page, "forgot-password-sent");
 
-    const row = await app.tetherDb.selectFrom("verification").select("identifier").where("identifier", "like", "reset-password:%").orderBy("createdAt", "desc").executeTakeFirstOrThrow();
+    const row = await app.tetherDb
+      .selectFrom("verification")
+      .select("identifier")
+      .where("identifier", "like", "reset-password:%")
+      .orderBy("createdAt", "desc")
+      .executeTakeFirstOrThrow();
     const token = row.identifier.slice("reset-password:".length);
     // The link sendResetPassword delivers: better-auth checks it, then redirects to our form.
     await page.goto(`/api/auth/reset-password/${token}?callbackURL=${encodeURIComponent(`${url}/reset-password`)}`);

@@ -31,7 +31,15 @@ export function chromiumAvailable(t: Test): boolean {
 export async function launchChromium(t: Test): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   t.teardown(() => browser.close());
   return browser;
@@ -62,7 +70,15 @@ export async function startLikeNpmStart(t: Test, env: Record<string, string> = {
   const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dataDir, PORT: String(port), DATA_DIR: dataDir, HOST_BUILD_ON_START: "true", LOG_LEVEL: "info", ...env },
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: dataDir,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      HOST_BUILD_ON_START: "true",
+      LOG_LEVEL: "info",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -72,7 +88,8 @@ export async function startLikeNpmStart(t: Test, env: Record<string, string> = {
     await rm(dataDir, { recursive: true, force: true });
   });
   const output: string[] = [];
-  for (const stream of [child.stdout, child.stderr]) stream.setEncoding("utf8").on("data", (chunk: string) => output.push(...chunk.split("\n").filter(Boolean)));
+  for (const stream of [child.stdout, child.stderr])
+    stream.setEncoding("utf8").on("data", (chunk: string) => output.push(...chunk.split("\n").filter(Boolean)));
   let url: string | undefined;
   await eventually(
     () => {
@@ -121,9 +138,7 @@ export function watchDocuments(page: Page): void {
 export async function withoutScripts(context: BrowserContext, page: Page, viewport?: { width: number; height: number }): Promise<Page> {
   const document = lastDocuments.get(page);
   if (!document) throw new Error("watchDocuments(page) first: no document to measure");
-  const html = (await document.text())
-    .replace(/<script\b[^>]*>[\s\S]*?<\/script>/gi, "")
-    .replace(/<\/?noscript>/gi, "");
+  const html = (await document.text()).replace(/<script\b[^>]*>[\s\S]*?<\/script>/gi, "").replace(/<\/?noscript>/gi, "");
   const twin = await context.newPage();
   if (viewport) await twin.setViewportSize(viewport);
   const url = document.url();
@@ -163,7 +178,8 @@ export class Accessibility {
         await twin.close();
       }
     }
-    const line = (violation: AxeViolation) => `${violation.impact} ${violation.id} (${violation.help}): ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`;
+    const line = (violation: AxeViolation) =>
+      `${violation.impact} ${violation.id} (${violation.help}): ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`;
     const serious = (violation: AxeViolation) => violation.impact === "serious" || violation.impact === "critical";
     for (const violation of violations.filter((v) => !serious(v))) this.lesser.add(`${violation.impact} ${violation.id} (${violation.help})`);
     return violations.filter(serious).map(line);

@@ -23,9 +23,7 @@ t.test("revoking through the auth API evicts all of the user's cached sessions a
   const { url } = await startTestApp(t, { database });
 
   // Every LISTEN backend (one per invalidation channel: sessions, devices), so no notification can help.
-  const stalled = (await postgres.query<{ pid: number }>("select pid from pg_stat_activity where application_name = 'tether-listen'")).map(
-    (row) => row.pid,
-  );
+  const stalled = (await postgres.query<{ pid: number }>("select pid from pg_stat_activity where application_name = 'tether-listen'")).map((row) => row.pid);
   t.ok(stalled.length > 0, "the LISTEN backends");
 
   /** A user signed in from two places, both sessions resolved (and so cached). */
@@ -56,7 +54,11 @@ t.test("revoking through the auth API evicts all of the user's cached sessions a
 
   await t.test("change-password, revoking other sessions", async (t) => {
     const { first, second } = users.changePassword;
-    const changed = await first.post("/api/auth/change-password", { currentPassword: PASSWORD, newPassword: "another horse battery", revokeOtherSessions: true });
+    const changed = await first.post("/api/auth/change-password", {
+      currentPassword: PASSWORD,
+      newPassword: "another horse battery",
+      revokeOtherSessions: true,
+    });
     t.equal(changed.status, 200);
     t.equal((await second.get("/api/me")).status, 401, "the other session is over at once");
   });
@@ -79,7 +81,6 @@ t.test("revoking through the auth API evicts all of the user's cached sessions a
   t.ok(Date.now() - stallStart < 60_000, "all within the raised bound, while the cache still served");
 
   resume();
-  const listening = async () =>
-    (await postgres.query("select pid from pg_stat_activity where application_name = 'tether-listen'")).length === stalled.length;
+  const listening = async () => (await postgres.query("select pid from pg_stat_activity where application_name = 'tether-listen'")).length === stalled.length;
   await eventually(listening, 30_000, "LISTEN to be up", 200);
 });

@@ -43,7 +43,11 @@ t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t) => {
   const { token } = await readJson(await owner.post("/api/tokens", { name: "agent", scopes: ["host:call"] }));
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
   const configDir = path.join(work, "config");
-  const host = startHost(executable, { TETHER_SERVER_URL: publicUrl, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "node-1" }, work);
+  const host = startHost(
+    executable,
+    { TETHER_SERVER_URL: publicUrl, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "node-1" },
+    work,
+  );
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");
   });
@@ -71,11 +75,15 @@ t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t) => {
   const holderOfStream = async (): Promise<{ holder: Replica; other: Replica }> => {
     await redisClient.connect().catch(() => {});
     let holderId = "";
-    await eventually(async () => {
-      const claim = await redisClient.get(`tether:host:device:${deviceId}`).catch(() => null);
-      holderId = claim ? (JSON.parse(claim) as { r: string }).r : "";
-      return replicas.some((replica) => replica.replicaId === holderId && replica.child.exitCode === null && replica.child.signalCode === null);
-    }, 60_000, "a live replica holding the stream");
+    await eventually(
+      async () => {
+        const claim = await redisClient.get(`tether:host:device:${deviceId}`).catch(() => null);
+        holderId = claim ? (JSON.parse(claim) as { r: string }).r : "";
+        return replicas.some((replica) => replica.replicaId === holderId && replica.child.exitCode === null && replica.child.signalCode === null);
+      },
+      60_000,
+      "a live replica holding the stream",
+    );
     const holder = replicas.find((replica) => replica.replicaId === holderId)!;
     return { holder, other: replicas.find((replica) => replica !== holder)! };
   };
@@ -118,8 +126,16 @@ t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t) => {
       await eventually(async () => (await fetch(`${replica.url}/healthz`)).status === 200, 30_000, `/healthz on ${replica.port} to recover`);
     }
     for (const replica of replicas) {
-      await eventually(async () => (await call(replica, "stat", { path: "notes.txt" })).status === 200, 60_000, `a call through ${replica.port} once the device is back`);
-      t.match(await call(replica, "stat", { path: "notes.txt" }), { status: 200, body: { tool: "stat", result: { type: "file" } } }, `a call through the replica on ${replica.port} succeeds again`);
+      await eventually(
+        async () => (await call(replica, "stat", { path: "notes.txt" })).status === 200,
+        60_000,
+        `a call through ${replica.port} once the device is back`,
+      );
+      t.match(
+        await call(replica, "stat", { path: "notes.txt" }),
+        { status: 200, body: { tool: "stat", result: { type: "file" } } },
+        `a call through the replica on ${replica.port} succeeds again`,
+      );
     }
   });
 
@@ -130,33 +146,37 @@ t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t) => {
     replicas[replicas.indexOf(killed)] = restarted;
     t.not(restarted.replicaId, killed.replicaId, `a new replica id on ${killed.port}`);
     t.equal((await call(restarted, "stat", { path: "notes.txt" })).status, 200, `a call through the replica restarted on ${killed.port} reaches the device`);
-    for (let i = 1; i <= 4; i++) t.equal((await call({ url: publicUrl }, "stat", { path: "notes.txt" })).status, 200, `call ${i} through nginx (both upstreams in turn)`);
+    for (let i = 1; i <= 4; i++)
+      t.equal((await call({ url: publicUrl }, "stat", { path: "notes.txt" })).status, 200, `call ${i} through nginx (both upstreams in turn)`);
     return restarted;
   };
 
-  await t.test("SIGKILL of the replica holding the stream: the waiting call fails fast, the device comes back; restarted on its port, the replica serves calls and takes the stream", async (t) => {
-    const { holder, other } = await holderOfStream();
-    host.child.kill("SIGSTOP"); // the device will not answer this call
-    const inFlight = call(other, "stat", { path: "notes.txt" });
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const started = Date.now();
-    holder.child.kill("SIGKILL");
-    const failed = await inFlight;
-    host.child.kill("SIGCONT");
-    t.equal(failed.status, 502);
-    t.equal(failed.body.code, "DEVICE_DISCONNECTED");
-    t.ok(Date.now() - started < 20_000, `failed in ${Date.now() - started} ms, long before the 30 s call timeout`);
-    await eventually(async () => (await call(other, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, through the surviving replica");
+  await t.test(
+    "SIGKILL of the replica holding the stream: the waiting call fails fast, the device comes back; restarted on its port, the replica serves calls and takes the stream",
+    async (t) => {
+      const { holder, other } = await holderOfStream();
+      host.child.kill("SIGSTOP"); // the device will not answer this call
+      const inFlight = call(other, "stat", { path: "notes.txt" });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const started = Date.now();
+      holder.child.kill("SIGKILL");
+      const failed = await inFlight;
+      host.child.kill("SIGCONT");
+      t.equal(failed.status, 502);
+      t.equal(failed.body.code, "DEVICE_DISCONNECTED");
+      t.ok(Date.now() - started < 20_000, `failed in ${Date.now() - started} ms, long before the 30 s call timeout`);
+      await eventually(async () => (await call(other, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, through the surviving replica");
 
-    const restarted = await restartOnItsPort(t, holder);
+      const restarted = await restartOnItsPort(t, holder);
 
-    // The restarted replica takes streams too: with the other one SIGKILLed, the device reconnects to it
-    // through nginx, and calls through the other one, restarted in turn, reach it.
-    other.child.kill("SIGKILL");
-    await eventually(async () => (await call(restarted, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, on the restarted replica");
-    t.equal((await holderOfStream()).holder, restarted, "the restarted replica holds the stream");
-    await restartOnItsPort(t, other);
-  });
+      // The restarted replica takes streams too: with the other one SIGKILLed, the device reconnects to it
+      // through nginx, and calls through the other one, restarted in turn, reach it.
+      other.child.kill("SIGKILL");
+      await eventually(async () => (await call(restarted, "stat", { path: "notes.txt" })).status === 200, 60_000, "the device back, on the restarted replica");
+      t.equal((await holderOfStream()).holder, restarted, "the restarted replica holds the stream");
+      await restartOnItsPort(t, other);
+    },
+  );
 
   await t.test("a revoke made on the replica without the stream closes the stream; the revoked token fails everywhere", async (t) => {
     const { other } = await holderOfStream();
@@ -168,7 +188,10 @@ t.test("two replicas behind nginx, on PostgreSQL and Redis", async (t) => {
     const exit = await exitedAt;
     t.equal(exit.code, 3, "the device was told it is revoked and exits (pair again), without reconnecting");
     t.ok(exit.at - started < 1_000, `the stream closed ${exit.at - started} ms after the revoke (bound 1 s)`);
-    t.ok(host.stderr.some((line) => /revoked/.test(line)), "the device says why");
+    t.ok(
+      host.stderr.some((line) => /revoked/.test(line)),
+      "the device says why",
+    );
     await t.rejects(stat(credentialPath(configDir)), "the device forgot the revoked credential");
     for (const replica of replicas) {
       const next = await call(replica, "stat", { path: "notes.txt" });

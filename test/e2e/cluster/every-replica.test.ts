@@ -50,14 +50,20 @@ if (!TEST_DATABASE_URL) {
     await device.connect();
     t.teardown(() => device.disconnect());
     const call = (replica: TestApp, timeoutMs = 30_000) =>
-      status(fetch(`${replica.url}/api/host/calls`, {
-        method: "POST",
-        headers: { ...bearer(agentToken), "content-type": "application/json" },
-        body: JSON.stringify({ deviceId, tool: "stat", input: { path: "f" }, timeoutMs }),
-      }));
+      status(
+        fetch(`${replica.url}/api/host/calls`, {
+          method: "POST",
+          headers: { ...bearer(agentToken), "content-type": "application/json" },
+          body: JSON.stringify({ deviceId, tool: "stat", input: { path: "f" }, timeoutMs }),
+        }),
+      );
     const hello = (replica: TestApp) => status(new ScriptedDevice(replica.url, deviceId, deviceToken).hello());
     for (const replica of replicas) {
-      await eventually(async () => (await readJson(await fetch(`${replica.url}/api/host/devices/${deviceId}`, { headers: bearer(agentToken) }))).online === true, 10_000, "the device online on every replica");
+      await eventually(
+        async () => (await readJson(await fetch(`${replica.url}/api/host/devices/${deviceId}`, { headers: bearer(agentToken) }))).online === true,
+        10_000,
+        "the device online on every replica",
+      );
     }
     return { owner, deviceId, device, call, hello };
   };
@@ -81,7 +87,12 @@ if (!TEST_DATABASE_URL) {
     const changedOn = replicas[0]!;
     t.equal((await sessionOn(owner.client, changedOn).request("DELETE", `/api/host/devices/${deviceId}`)).status, 204);
     for (const replica of replicas) {
-      const answer = await afterChange(replica, changedOn, () => hello(replica), (a) => a.status === 401);
+      const answer = await afterChange(
+        replica,
+        changedOn,
+        () => hello(replica),
+        (a) => a.status === 401,
+      );
       t.same(answer, { status: 401, code: "DEVICE_REVOKED" }, `the revoked device token on ${replica.url}`);
     }
     t.match(await device.next("close"), { reason: "revoked" }, "the stream held by another replica was closed");
@@ -94,7 +105,12 @@ if (!TEST_DATABASE_URL) {
     t.equal(tokens.length, 1);
     t.equal((await sessionOn(owner.client, changedOn).request("DELETE", `/api/tokens/${tokens[0]!.id}`)).status, 204);
     for (const replica of replicas) {
-      const answer = await afterChange(replica, changedOn, () => call(replica), (a) => a.status === 401);
+      const answer = await afterChange(
+        replica,
+        changedOn,
+        () => call(replica),
+        (a) => a.status === 401,
+      );
       t.equal(answer.status, 401, `the revoked API token on ${replica.url}`);
     }
   });
@@ -106,11 +122,26 @@ if (!TEST_DATABASE_URL) {
     const admin = await newUser(changedOn.url, "admin", { adminOf: first.app });
     t.equal((await admin.client.post(`/api/admin/users/${owner.id}/deactivate`, {})).status, 200);
     for (const replica of replicas) {
-      const called = await afterChange(replica, changedOn, () => call(replica), (a) => a.status === 401);
+      const called = await afterChange(
+        replica,
+        changedOn,
+        () => call(replica),
+        (a) => a.status === 401,
+      );
       t.equal(called.status, 401, `the owner's API token on ${replica.url}`);
-      const greeted = await afterChange(replica, changedOn, () => hello(replica), (a) => a.status === 401);
+      const greeted = await afterChange(
+        replica,
+        changedOn,
+        () => hello(replica),
+        (a) => a.status === 401,
+      );
       t.same(greeted, { status: 401, code: "DEVICE_REVOKED" }, `the owner's device token on ${replica.url}`);
-      const me = await afterChange(replica, changedOn, () => status(sessionOn(owner.client, replica).get("/api/me")), (a) => a.status === 401);
+      const me = await afterChange(
+        replica,
+        changedOn,
+        () => status(sessionOn(owner.client, replica).get("/api/me")),
+        (a) => a.status === 401,
+      );
       t.equal(me.status, 401, `the owner's session on ${replica.url}`);
     }
     t.match(await device.next("close"), { reason: "revoked" }, "the owner's device stream, held by another replica, was closed");

@@ -64,13 +64,24 @@ t.test("a 200 MB text file and a binary file through handles, byte for byte; a d
   const server = await startHostServer(t, { env: { BLOB_DIR: blobDir, REQUEST_TIMEOUT_MS: "600000" } });
   const owner = await signedIn(server.url);
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-  const host = startHost(executable, { TETHER_SERVER_URL: server.url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: path.join(work, "config"), TETHER_DEVICE_NAME: "blob-box" }, work);
+  const host = startHost(
+    executable,
+    {
+      TETHER_SERVER_URL: server.url,
+      TETHER_PAIRING_CODE: code,
+      TETHER_ROOTS: "project",
+      TETHER_CONFIG_DIR: path.join(work, "config"),
+      TETHER_DEVICE_NAME: "blob-box",
+    },
+    work,
+  );
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");
   });
   await host.waitFor(/connected to .* as "blob-box"/, 60_000);
   const deviceId = (await readJson(await owner.get("/api/host/devices"))).devices[0].id;
-  const read = async (file: string) => readJson(await owner.post("/api/host/calls", { deviceId, tool: "read_file", input: { path: file }, timeoutMs: 300_000 }));
+  const read = async (file: string) =>
+    readJson(await owner.post("/api/host/calls", { deviceId, tool: "read_file", input: { path: file }, timeoutMs: 300_000 }));
 
   const text = await read("big.log");
   t.equal(text.result.truncated, true);
@@ -80,7 +91,11 @@ t.test("a 200 MB text file and a binary file through handles, byte for byte; a d
 
   const binary = await read("data.bin");
   t.match(binary.result, { binary: true, blob: { digest: binaryDigest } });
-  t.same(await sameBytes(binary.result.blob.url, path.join(root, "data.bin")), { status: 200, bytes: 8 * 1024 * 1024, equal: true }, "the binary file, byte for byte");
+  t.same(
+    await sameBytes(binary.result.blob.url, path.join(root, "data.bin")),
+    { status: 200, bytes: 8 * 1024 * 1024, equal: true },
+    "the binary file, byte for byte",
+  );
 
   // A fresh handle for the large file, and the executable killed as soon as its upload has begun.
   await rm(path.join(blobDir, text.result.blob.id));

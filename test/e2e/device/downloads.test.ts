@@ -66,7 +66,11 @@ t.test("the server offers each built executable, byte-identical, with its sha256
   const verdict = verifyManifest(manifest, trustedKeys);
   t.match(verdict, { ok: true, manifest: { version: HOST_VERSION, node: /^24\./ } }, "signed by the key the executables trust");
   for (const download of listing.downloads) {
-    t.same(manifest.signed.files[download.platform], { file: download.file, size: download.size, sha256: download.sha256 }, `the manifest names ${download.file} as served`);
+    t.same(
+      manifest.signed.files[download.platform],
+      { file: download.file, size: download.size, sha256: download.sha256 },
+      `the manifest names ${download.file} as served`,
+    );
   }
 
   for (const bad of ["manifest.json.sig", "..%2Fpackage.json", "tether-host-linux-mips", "x".repeat(200)]) {
@@ -116,7 +120,10 @@ t.test("the win-x64 executable is built: a PE file with the SEA blob, on offer a
   t.ok(bytes.includes(Buffer.from("NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1")), "the SEA fuse is flipped: the blob is injected");
   const app = await startHostServer(t, { env: { DOWNLOADS_DIR } });
   const listing = await readJson(await fetch(`${app.url}/api/host/downloads`));
-  t.match(listing.downloads.find((download: { platform: string }) => download.platform === "win-x64"), { file: "tether-host-win-x64.exe", sha256: await sha256(file) });
+  t.match(
+    listing.downloads.find((download: { platform: string }) => download.platform === "win-x64"),
+    { file: "tether-host-win-x64.exe", sha256: await sha256(file) },
+  );
   const manifest = await readJson(await fetch(`${app.url}/downloads/manifest.json`));
   t.match(manifest.signed.files["win-x64"], { file: "tether-host-win-x64.exe", size: bytes.length, sha256: await sha256(file) });
 });

@@ -33,7 +33,10 @@ if (!existsSync(TINYPROXY) && !IN_CI) {
     const proxyPort = await freePort();
     const proxyLog = path.join(work, "tinyproxy.log");
     const config = path.join(work, "tinyproxy.conf");
-    await writeFile(config, [`Port ${proxyPort}`, "Listen 127.0.0.1", "Timeout 600", `LogFile "${proxyLog}"`, "LogLevel Info", "MaxClients 20", "Allow 127.0.0.1", ""].join("\n"));
+    await writeFile(
+      config,
+      [`Port ${proxyPort}`, "Listen 127.0.0.1", "Timeout 600", `LogFile "${proxyLog}"`, "LogLevel Info", "MaxClients 20", "Allow 127.0.0.1", ""].join("\n"),
+    );
     const proxy = spawn(TINYPROXY, ["-d", "-c", config], { stdio: "ignore" });
     t.teardown(() => {
       if (proxy.exitCode === null) proxy.kill("SIGTERM");
@@ -68,12 +71,20 @@ if (!existsSync(TINYPROXY) && !IN_CI) {
       t.match(log, `${method} ${serverPath(route!)} HTTP/1.1`, `the proxy carried ${request}`);
     }
     // Results go to /api/host/result/<call id> (the id is checked before the body is read).
-    t.match(log, new RegExp(`POST ${serverPath("/api/host/result/").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[^ ]+ HTTP/1\\.1`), "the proxy carried POST /api/host/result/<call id>");
+    t.match(
+      log,
+      new RegExp(`POST ${serverPath("/api/host/result/").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}[^ ]+ HTTP/1\\.1`),
+      "the proxy carried POST /api/host/result/<call id>",
+    );
 
     // NO_PROXY: the same set-up, but this server is excluded, so the proxy sees nothing of it.
     const code = (await readJson(await owner.post("/api/host/pairing-codes"))).code;
     const before = (await logged()).split("\n").filter((line) => line.includes("/api/host/enroll")).length;
-    const direct = startHost(executable, { ...env, NO_PROXY: "localhost", TETHER_PAIRING_CODE: code, TETHER_CONFIG_DIR: path.join(work, "config-b"), TETHER_DEVICE_NAME: "direct-box" }, work);
+    const direct = startHost(
+      executable,
+      { ...env, NO_PROXY: "localhost", TETHER_PAIRING_CODE: code, TETHER_CONFIG_DIR: path.join(work, "config-b"), TETHER_DEVICE_NAME: "direct-box" },
+      work,
+    );
     t.teardown(() => {
       if (direct.child.exitCode === null) direct.child.kill("SIGKILL");
     });

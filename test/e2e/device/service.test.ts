@@ -58,7 +58,13 @@ async function setup(t: Test, name: string) {
   await enrolling.waitFor(/connected to /);
   enrolling.child.kill("SIGTERM");
   t.equal(await enrolling.exited, 0, "enrolled, then stopped");
-  const device = async () => (await readJson(await owner.get("/api/host/devices"))).devices[0] as { online: boolean; agent: string; roots: string[]; lastUpdate: { ok: boolean; from: string; to: string; trigger: string } | null };
+  const device = async () =>
+    (await readJson(await owner.get("/api/host/devices"))).devices[0] as {
+      online: boolean;
+      agent: string;
+      roots: string[];
+      lastUpdate: { ok: boolean; from: string; to: string; trigger: string } | null;
+    };
   return { home, executable, root, env, app, owner, device };
 }
 
@@ -102,10 +108,15 @@ t.test("a systemd user service: install, update and restart, status, logs, unins
   t.match(installed.stdout, /^started: tether-host\.service/m);
 
   // The unit's host connects, sees the next release on offer, installs it and exits 10; systemd starts it again.
-  await eventually(async () => {
-    const device = await s.device();
-    return device.agent === `tether-host/${next.version}` && device.online;
-  }, 90_000, `the service to come back as ${next.version}`, 500);
+  await eventually(
+    async () => {
+      const device = await s.device();
+      return device.agent === `tether-host/${next.version}` && device.online;
+    },
+    90_000,
+    `the service to come back as ${next.version}`,
+    500,
+  );
   const device = await s.device();
   t.match(device, { online: true, lastUpdate: { ok: true, from: HOST_VERSION, to: next.version, trigger: "auto" } });
   t.same(device.roots, [s.root], "a root with %, $ and spaces reached the host exactly through the unit");

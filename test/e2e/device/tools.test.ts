@@ -33,7 +33,10 @@ t.test("the device executable end to end", async (t) => {
   const owner = await signedIn(server.url);
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
 
-  const host = startHost({ TETHER_SERVER_URL: server.url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "e2e-box" }, work);
+  const host = startHost(
+    { TETHER_SERVER_URL: server.url, TETHER_PAIRING_CODE: code, TETHER_ROOTS: "project", TETHER_CONFIG_DIR: configDir, TETHER_DEVICE_NAME: "e2e-box" },
+    work,
+  );
   t.teardown(() => {
     if (host.child.exitCode === null) host.child.kill("SIGKILL");
   });
@@ -141,7 +144,10 @@ t.test("the device executable end to end", async (t) => {
       if (restarted.child.exitCode === null) restarted.child.kill("SIGKILL");
     });
     await restarted.waitFor(/connected to .* as "again"/);
-    t.notOk(restarted.stderr.some((line) => /paired with/.test(line)), "no pairing the second time");
+    t.notOk(
+      restarted.stderr.some((line) => /paired with/.test(line)),
+      "no pairing the second time",
+    );
     restarted.child.kill("SIGINT");
     t.equal(await restarted.exited, 0);
   });
@@ -165,7 +171,10 @@ t.test("the device executable end to end", async (t) => {
     t.equal(apply.code, 0);
     t.equal(await readFile(path.join(root, "keep.txt"), "utf8"), "applied\n");
     // --apply on a find that is missing or ambiguous answers the find's own error, as --plan does.
-    for (const [find, code] of [["absent", "FIND_NOT_FOUND"], ["p", "FIND_AMBIGUOUS"]] as const) {
+    for (const [find, code] of [
+      ["absent", "FIND_NOT_FOUND"],
+      ["p", "FIND_AMBIGUOUS"],
+    ] as const) {
       for (const flag of ["--plan", "--apply"]) {
         const edit = await run(["call", "edit_file", JSON.stringify({ path: "keep.txt", edits: [{ find, replace: "x" }] }), flag]);
         t.equal(edit.code, 1);

@@ -76,7 +76,11 @@ t.test("a genuine next release replaces the executable; the next start runs it, 
   t.equal(after.version, next.version, "the next start runs the new version");
   t.match(after.runtime, /^node 24\./);
   t.same(await installed.others(), [], "nothing left beside it");
-  t.match(JSON.parse(await readFile(path.join(run.configDir, "last-update.json"), "utf8")), { reported: false, report: { ok: true, to: next.version, trigger: "manual" } }, "kept to report once enrolled");
+  t.match(
+    JSON.parse(await readFile(path.join(run.configDir, "last-update.json"), "utf8")),
+    { reported: false, report: { ok: true, to: next.version, trigger: "manual" } },
+    "kept to report once enrolled",
+  );
   const again = await update(t, installed.path);
   t.equal(await again.exited, 0);
   t.match(again.stderr(), `${next.version} is the version the server offers; nothing to do`);

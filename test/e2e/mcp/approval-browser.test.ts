@@ -42,7 +42,12 @@ t.test("the owner approves in Chromium at the URL the client was given; the retr
 });
 
 t.test("a forged requestState is refused before the tool runs", async (t) => {
-  const body = (await rawWriteFileCall(world.url, world.token, { device: "approval-box", path: "notes.txt", content: "forged\n" }, { requestState: "eyJ1IjoieCJ9.forged" })) as {
+  const body = (await rawWriteFileCall(
+    world.url,
+    world.token,
+    { device: "approval-box", path: "notes.txt", content: "forged\n" },
+    { requestState: "eyJ1IjoieCJ9.forged" },
+  )) as {
     error?: { code: number };
   };
   t.equal(body.error?.code, -32602);

@@ -60,13 +60,10 @@ const proxy = http.createServer((request, response) => {
   const headers = { ...request.headers, authorization: `Bearer ${token}` };
   if (headers.host === self) headers.host = target.host;
   if (headers.origin === `http://${self}`) headers.origin = target.origin;
-  const upstream = http.request(
-    { host: target.hostname, port: target.port, method: request.method, path: request.url, headers },
-    (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    },
-  );
+  const upstream = http.request({ host: target.hostname, port: target.port, method: request.method, path: request.url, headers }, (answer) => {
+    response.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(response);
+  });
   upstream.on("error", () => response.destroy());
   request.pipe(upstream);
 });
@@ -79,7 +76,10 @@ const url = `http://localhost:${(proxy.address() as AddressInfo).port}/mcp`;
 
 function conformance(scenario: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(node, [cli, "server", "--url", url, "--scenario", scenario], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn(node, [cli, "server", "--url", url, "--scenario", scenario], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     t.teardown(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     });

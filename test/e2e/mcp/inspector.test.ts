@@ -11,14 +11,21 @@ import { mcpWorld } from "../../mcp/helpers.js";
  */
 const executable = await builtExecutable(t);
 const world = await mcpWorld(t, executable, "inspected-box");
-const inspector = path.join(path.dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/inspector/package.json")), "clients/launcher/build/index.js");
+const inspector = path.join(
+  path.dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/inspector/package.json")),
+  "clients/launcher/build/index.js",
+);
 
 function runInspector(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [inspector, "--cli", `${world.url}/mcp`, "--transport", "http", "--header", `Authorization: Bearer ${world.token}`, ...args], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, HOME: world.root, MCP_CATALOG_PATH: path.join(world.root, "..", "inspector-catalog.json") },
-    });
+    const child = spawn(
+      process.execPath,
+      [inspector, "--cli", `${world.url}/mcp`, "--transport", "http", "--header", `Authorization: Bearer ${world.token}`, ...args],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, HOME: world.root, MCP_CATALOG_PATH: path.join(world.root, "..", "inspector-catalog.json") },
+      },
+    );
     t.teardown(() => {
       if (child.exitCode === null) child.kill("SIGKILL");
     });
@@ -35,11 +42,22 @@ t.test("the Inspector lists the tools", async (t) => {
   t.equal(code, 0, stderr);
   const { tools } = JSON.parse(stdout) as { tools: { name: string; annotations?: Record<string, unknown> }[] };
   t.ok(tools.some((tool) => tool.name === "list_devices"));
-  t.match(tools.find((tool) => tool.name === "stat"), { annotations: { readOnlyHint: true } });
+  t.match(
+    tools.find((tool) => tool.name === "stat"),
+    { annotations: { readOnlyHint: true } },
+  );
 });
 
 t.test("the Inspector calls stat on the device", async (t) => {
-  const { code, stdout, stderr } = await runInspector(["--method", "tools/call", "--tool-name", "stat", "--tool-arg", "device=inspected-box", "path=README.md"]);
+  const { code, stdout, stderr } = await runInspector([
+    "--method",
+    "tools/call",
+    "--tool-name",
+    "stat",
+    "--tool-arg",
+    "device=inspected-box",
+    "path=README.md",
+  ]);
   t.equal(code, 0, stderr);
   const result = JSON.parse(stdout) as { isError?: boolean; content: { text: string }[] };
   t.notOk(result.isError);

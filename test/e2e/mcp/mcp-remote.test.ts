@@ -26,7 +26,9 @@ const proxy = path.join(CACHE, "node_modules/mcp-remote/dist/proxy.js");
 if (!chromiumAvailable(t)) process.exit(0);
 if (!existsSync(proxy)) {
   await mkdir(CACHE, { recursive: true });
-  const installed = await promisify(execFile)("npm", ["install", "--prefix", CACHE, "--no-audit", "--no-fund", "--no-save", PACKAGE], { timeout: 300_000 }).then(
+  const installed = await promisify(execFile)("npm", ["install", "--prefix", CACHE, "--no-audit", "--no-fund", "--no-save", PACKAGE], {
+    timeout: 300_000,
+  }).then(
     () => true,
     (error: Error) => error.message,
   );
@@ -70,7 +72,10 @@ t.test("mcp-remote: OAuth in Chromium, then tools over stdio", async (t) => {
 
   await connected;
   const { tools } = await client.listTools();
-  t.ok(tools.some((tool) => tool.name === "read_file"), "the tools, through mcp-remote");
+  t.ok(
+    tools.some((tool) => tool.name === "read_file"),
+    "the tools, through mcp-remote",
+  );
   const read = await client.callTool({ name: "read_file", arguments: { device: "remote-box", path: "notes.txt" } });
   t.match(textOf(read), /first line/);
   const grants = await (await world.owner.get("/settings/mcp")).text();

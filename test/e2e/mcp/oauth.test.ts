@@ -40,7 +40,13 @@ class MemoryProvider implements OAuthClientProvider {
     return REDIRECT;
   }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: "Test Agent 9000", redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+    return {
+      client_name: "Test Agent 9000",
+      redirect_uris: [REDIRECT],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
   }
   clientInformation = () => this.information;
   saveClientInformation = (information: OAuthClientInformationMixed) => void (this.information = information);
@@ -81,12 +87,22 @@ t.test("registration, consent in Chromium, token, a call; revoking the grant end
   t.match(textOf(read), /first line/);
   await world.app.app.tetherAudit.flush(); // audit rows are written in batches, off the request path
   const rows = await world.app.database.db.selectFrom("activity_event").select(["credential", "tool"]).where("actor", "=", "mcp").execute();
-  t.ok(rows.some((row) => row.credential === `oauth:${provider.information!.client_id}` && row.tool === "read_file"), "audited with the OAuth client");
+  t.ok(
+    rows.some((row) => row.credential === `oauth:${provider.information!.client_id}` && row.tool === "read_file"),
+    "audited with the OAuth client",
+  );
   const activity = (await readJson(await world.owner.get("/api/activity?limit=100"))).entries as Array<{ tool: string | null; credentialName: string | null }>;
-  t.ok(activity.some((entry) => entry.tool === "read_file" && entry.credentialName === "Test Agent 9000"), "the activity names the OAuth client");
+  t.ok(
+    activity.some((entry) => entry.tool === "read_file" && entry.credentialName === "Test Agent 9000"),
+    "the activity names the OAuth client",
+  );
   const proposed = await client.callTool({ name: "write_file", arguments: { device: "oauth-box", path: "notes.txt", content: "by the agent\n" } });
   const { proposalId } = proposed.structuredContent as { proposalId: string };
-  t.match(await readJson(await world.owner.get(`/api/host/proposals/${proposalId}`)), { proposer: { actor: "mcp", name: "Test Agent 9000" } }, "the proposal names the OAuth client");
+  t.match(
+    await readJson(await world.owner.get(`/api/host/proposals/${proposalId}`)),
+    { proposer: { actor: "mcp", name: "Test Agent 9000" } },
+    "the proposal names the OAuth client",
+  );
   t.match(await (await world.owner.get(`/devices/proposals/${proposalId}`)).text(), /<dd>OAuth client “Test Agent 9000”<\/dd>/);
 
   // The grant is listed on the settings page, and revoking it there refuses the client's next request.
@@ -125,7 +141,10 @@ t.test("the owner gives a client read-only access on the consent page: it neithe
   await client.connect(new StreamableHTTPClientTransport(mcpURL, { authProvider: provider }));
   t.teardown(() => client.close());
   const { tools } = await client.listTools();
-  t.notOk(tools.some((tool) => tool.name === "write_file" || tool.name === "proposal_status"), "no tool that changes anything is listed");
+  t.notOk(
+    tools.some((tool) => tool.name === "write_file" || tool.name === "proposal_status"),
+    "no tool that changes anything is listed",
+  );
   t.ok(tools.some((tool) => tool.name === "read_file"));
   const write = await client.callTool({ name: "write_file", arguments: { device: "oauth-box", path: "notes.txt", content: "no\n" } });
   t.match(write, { isError: true, structuredContent: { code: "UNKNOWN_TOOL" } }, "nor callable");

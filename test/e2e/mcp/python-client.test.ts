@@ -22,7 +22,13 @@ const python = path.join(VENV, "bin/python");
 const script = path.join(path.dirname(fileURLToPath(import.meta.url)), "python-client.py");
 const run = promisify(execFile);
 
-if (!existsSync(python) || (await run(python, ["-c", "import mcp.client.client"]).then(() => false, () => true))) {
+if (
+  !existsSync(python) ||
+  (await run(python, ["-c", "import mcp.client.client"]).then(
+    () => false,
+    () => true,
+  ))
+) {
   const made = await run("python3", ["-m", "venv", VENV])
     .then(() => run(path.join(VENV, "bin/pip"), ["install", "--quiet", "mcp>=2.3,<3"], { timeout: 900_000 }))
     .then(
@@ -53,20 +59,33 @@ async function pythonClient(bearer: string, mode: "auto" | "legacy"): Promise<Ou
   return JSON.parse(stdout.trim().split("\n").pop()!) as Outcome;
 }
 
-for (const [mode, revision] of [["auto", "2026-07-28"], ["legacy", "2025-11-25"]] as const) {
+for (const [mode, revision] of [
+  ["auto", "2026-07-28"],
+  ["legacy", "2025-11-25"],
+] as const) {
   t.test(`the Python SDK at ${revision}: tools, a read tool, a mutate tool that proposes`, async (t) => {
     const outcome = await pythonClient(token, mode);
     t.equal(outcome.protocolVersion, revision);
-    t.ok(["list_devices", "proposal_status", "read_file", "stat", "write_file"].every((name) => outcome.tools.includes(name)), outcome.tools.join());
+    t.ok(
+      ["list_devices", "proposal_status", "read_file", "stat", "write_file"].every((name) => outcome.tools.includes(name)),
+      outcome.tools.join(),
+    );
     t.notOk(outcome.stat.isError);
     t.match(outcome.stat.structured.result, /"type": "file"/);
-    t.match(outcome.write, { structured: { status: "pending", proposalId: String } }, "proposed, not applied: a client without URL elicitation gets the proposal");
+    t.match(
+      outcome.write,
+      { structured: { status: "pending", proposalId: String } },
+      "proposed, not applied: a client without URL elicitation gets the proposal",
+    );
   });
 
   t.test(`the Python SDK at ${revision} with a host:read token sees no tool that changes anything`, async (t) => {
     const outcome = await pythonClient(readOnly, mode);
     t.ok(outcome.tools.includes("stat") && outcome.tools.includes("read_file"));
-    t.notOk(outcome.tools.some((name) => ["write_file", "edit_file", "delete", "proposal_status"].includes(name)), outcome.tools.join());
+    t.notOk(
+      outcome.tools.some((name) => ["write_file", "edit_file", "delete", "proposal_status"].includes(name)),
+      outcome.tools.join(),
+    );
     t.equal(outcome.write, null);
     t.notOk(outcome.stat.isError);
   });

@@ -33,8 +33,7 @@ interface Outcome {
 
 /** Runs the admin command (`node --import tsx src/cli/admin.ts`, or through npm) to completion. */
 function admin(args: string[], env: Record<string, string>, via: "node" | "npm" = "node"): Promise<Outcome> {
-  const [command, argv] =
-    via === "npm" ? ["npm", ["run", "-s", "admin", "--", ...args]] : [process.execPath, ["--import", "tsx", "src/cli/admin.ts", ...args]];
+  const [command, argv] = via === "npm" ? ["npm", ["run", "-s", "admin", "--", ...args]] : [process.execPath, ["--import", "tsx", "src/cli/admin.ts", ...args]];
   return new Promise((resolve, reject) => {
     const child = spawn(command, argv, { cwd: ROOT, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -81,7 +80,10 @@ t.test("the embedded database, while the server holds it and after", async (t) =
   // Generous: on a loaded 2-core machine tsx compiling the whole app can take well over 30 s.
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline && !up && server.exitCode === null) {
-    up = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    up = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (!up) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   if (!up) {
@@ -124,51 +126,72 @@ t.test("the embedded database, while the server holds it and after", async (t) =
   }
 });
 
-t.test("PostgreSQL, while a server runs on the same database", { skip: TEST_DATABASE_URL ? false : "TEST_DATABASE_URL is not set (the embedded case above still runs)" }, async (t) => {
-  const database = await openTestDatabase();
-  t.teardown(() => database.close());
-  const schema = (await sql<{ schema: string }>`select current_schema() as schema`.execute(database.db)).rows[0]!.schema;
-  const databaseURL = `${TEST_DATABASE_URL}${TEST_DATABASE_URL!.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-  const dataDir = await mkdtemp(path.join(tmpdir(), "tether-admin-cli-pg-"));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const env = { DATABASE_URL: databaseURL, DATA_DIR: dataDir };
+t.test(
+  "PostgreSQL, while a server runs on the same database",
+  { skip: TEST_DATABASE_URL ? false : "TEST_DATABASE_URL is not set (the embedded case above still runs)" },
+  async (t) => {
+    const database = await openTestDatabase();
+    t.teardown(() => database.close());
+    const schema = (await sql<{ schema: string }>`select current_schema() as schema`.execute(database.db)).rows[0]!.schema;
+    const databaseURL = `${TEST_DATABASE_URL}${TEST_DATABASE_URL!.includes("?") ? "&" : "?"}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    const dataDir = await mkdtemp(path.join(tmpdir(), "tether-admin-cli-pg-"));
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+    const env = { DATABASE_URL: databaseURL, DATA_DIR: dataDir };
 
-  const { url } = await startTestApp(t, { database });
-  const user = await newUser(url, "cli-pg");
-  const cookie = { cookie: cookieOf(user.client) };
-  const isAdmin = async () => (await readJson(await user.client.get("/api/me")))?.user?.isSiteAdmin;
-  const adminAfterChange = (expected: boolean) =>
-    afterSqlChange(isAdmin, (value) => value === expected);
+    const { url } = await startTestApp(t, { database });
+    const user = await newUser(url, "cli-pg");
+    const cookie = { cookie: cookieOf(user.client) };
+    const isAdmin = async () => (await readJson(await user.client.get("/api/me")))?.user?.isSiteAdmin;
+    const adminAfterChange = (expected: boolean) => afterSqlChange(isAdmin, (value) => value === expected);
 
-  const promote = await admin(["promote", user.email], env);
-  t.equal(promote.code, 0, `promote: exit 0 ${promote.stderr}`);
-  t.strictSame(lines(promote.stdout), [`${user.email} is now a site admin.`]);
-  t.equal(await adminAfterChange(true), true, "the running server sees the promotion");
-  t.equal((await user.client.get("/api/admin/users")).status, 200, "and lets the user into the admin API");
+    const promote = await admin(["promote", user.email], env);
+    t.equal(promote.code, 0, `promote: exit 0 ${promote.stderr}`);
+    t.strictSame(lines(promote.stdout), [`${user.email} is now a site admin.`]);
+    t.equal(await adminAfterChange(true), true, "the running server sees the promotion");
+    t.equal((await user.client.get("/api/admin/users")).status, 200, "and lets the user into the admin API");
 
-  const demote = await admin(["demote", user.email], env);
-  t.equal(demote.code, 0, "demote: exit 0");
-  t.strictSame(lines(demote.stdout), [`${user.email} is no longer a site admin.`]);
-  t.equal(await adminAfterChange(false), false, "the running server sees the demotion");
+    const demote = await admin(["demote", user.email], env);
+    t.equal(demote.code, 0, "demote: exit 0");
+    t.strictSame(lines(demote.stdout), [`${user.email} is no longer a site admin.`]);
+    t.equal(await adminAfterChange(false), false, "the running server sees the demotion");
 
-  const deactivate = await admin(["deactivate", user.email], env);
-  t.equal(deactivate.code, 0, "deactivate: exit 0");
-  t.equal((await afterSqlChange(() => whoAmI(url, cookie), (r) => r.status === 401)).status, 401, "the live session is anonymous");
-  const sessions = await database.db.selectFrom("session").select("id").where("userId", "=", user.id).execute();
-  t.equal(sessions.length, 0, "and its row is gone");
-  t.equal((await new TestClient(url).signIn(user.email)).status, 403, "sign-in refused");
+    const deactivate = await admin(["deactivate", user.email], env);
+    t.equal(deactivate.code, 0, "deactivate: exit 0");
+    t.equal(
+      (
+        await afterSqlChange(
+          () => whoAmI(url, cookie),
+          (r) => r.status === 401,
+        )
+      ).status,
+      401,
+      "the live session is anonymous",
+    );
+    const sessions = await database.db.selectFrom("session").select("id").where("userId", "=", user.id).execute();
+    t.equal(sessions.length, 0, "and its row is gone");
+    t.equal((await new TestClient(url).signIn(user.email)).status, 403, "sign-in refused");
 
-  const reactivate = await admin(["reactivate", user.email], env);
-  t.equal(reactivate.code, 0, "reactivate: exit 0");
-  t.strictSame(lines(reactivate.stdout), [`${user.email} is active again.`]);
-  const again = new TestClient(url);
-  t.equal((await afterSqlChange(() => again.signIn(user.email, PASSWORD), (r) => r.status === 200)).status, 200, "the user can sign in again");
+    const reactivate = await admin(["reactivate", user.email], env);
+    t.equal(reactivate.code, 0, "reactivate: exit 0");
+    t.strictSame(lines(reactivate.stdout), [`${user.email} is active again.`]);
+    const again = new TestClient(url);
+    t.equal(
+      (
+        await afterSqlChange(
+          () => again.signIn(user.email, PASSWORD),
+          (r) => r.status === 200,
+        )
+      ).status,
+      200,
+      "the user can sign in again",
+    );
 
-  const nobody = await admin(["deactivate", "nobody@example.com"], env);
-  t.equal(nobody.code, 1, "an unknown email: exit 1");
-  t.strictSame(lines(nobody.stderr), ["No user with the email nobody@example.com. They must sign up first."]);
+    const nobody = await admin(["deactivate", "nobody@example.com"], env);
+    t.equal(nobody.code, 1, "an unknown email: exit 1");
+    t.strictSame(lines(nobody.stderr), ["No user with the email nobody@example.com. They must sign up first."]);
 
-  const badUrl = await admin(["promote", user.email], { ...env, DATABASE_URL: "mysql://localhost/x" });
-  t.equal(badUrl.code, 1, "a bad DATABASE_URL: exit 1");
-  t.match(badUrl.stderr, /DATABASE_URL must be a postgres:\/\/ URL/);
-});
+    const badUrl = await admin(["promote", user.email], { ...env, DATABASE_URL: "mysql://localhost/x" });
+    t.equal(badUrl.code, 1, "a bad DATABASE_URL: exit 1");
+    t.match(badUrl.stderr, /DATABASE_URL must be a postgres:\/\/ URL/);
+  },
+);

@@ -14,15 +14,36 @@ const UPLOAD_TIMEOUT_MS = 600_000;
  * blob handle in its place: `blob: { id, size, digest, contentType, url, expiresAt }`. Nothing is uploaded
  * yet. Over the owner's quota the result still comes back, with `blob: null` and the refusal in `blobError`.
  */
-export async function withBlobHandle(blobs: BlobService, caller: Caller, deviceId: string, result: unknown, audit: (entry: AuditEntry) => void): Promise<unknown> {
+export async function withBlobHandle(
+  blobs: BlobService,
+  caller: Caller,
+  deviceId: string,
+  result: unknown,
+  audit: (entry: AuditEntry) => void,
+): Promise<unknown> {
   if (typeof result !== "object" || result === null || Array.isArray(result)) return result;
   const source = blobSourceOf(result);
   // `blob` and `blobError` are the server's to write: a device's own (a link to anywhere) never reaches a caller.
   const { blobSource: _source, blob: _forged, blobError: _forgedError, ...rest } = result as Record<string, unknown>;
   if (!source) return "blob" in result || "blobError" in result || "blobSource" in result ? rest : result;
   try {
-    const blob = await blobs.create({ userId: caller.userId, deviceId, path: source.path, size: source.size, digest: source.sha256, contentType: source.contentType });
-    audit({ userId: caller.userId, deviceId, actor: caller.actor, credential: caller.credential ?? null, event: "blob_make", outcome: "ok", detail: blobDetail(blob) });
+    const blob = await blobs.create({
+      userId: caller.userId,
+      deviceId,
+      path: source.path,
+      size: source.size,
+      digest: source.sha256,
+      contentType: source.contentType,
+    });
+    audit({
+      userId: caller.userId,
+      deviceId,
+      actor: caller.actor,
+      credential: caller.credential ?? null,
+      event: "blob_make",
+      outcome: "ok",
+      detail: blobDetail(blob),
+    });
     return { ...rest, blob: blobs.handle(blob) };
   } catch (error) {
     if (!(error instanceof BlobError)) throw error;
@@ -45,7 +66,15 @@ export function deviceFetcher(blobs: BlobService, dispatcher: Dispatcher): (blob
     const upload: { url: string; headers?: Record<string, string> } = blobs.store.presignPut
       ? await blobs.store.presignPut(blob.id, { size: blob.size, digest: blob.digest }, new Date(Date.now() + UPLOAD_TIMEOUT_MS))
       : await blobs.uploadUrl(blob);
-    const input: BlobUploadInput = { blobId: blob.id, path: blob.path!, size: blob.size, sha256: blob.digest, contentType: blob.contentType, url: upload.url, ...(upload.headers ? { headers: upload.headers } : {}) };
+    const input: BlobUploadInput = {
+      blobId: blob.id,
+      path: blob.path!,
+      size: blob.size,
+      sha256: blob.digest,
+      contentType: blob.contentType,
+      url: upload.url,
+      ...(upload.headers ? { headers: upload.headers } : {}),
+    };
     try {
       await dispatcher.call(blob.deviceId!, BLOB_UPLOAD_CALL, input, { internal: true, timeoutMs: UPLOAD_TIMEOUT_MS });
     } catch (error) {
@@ -57,7 +86,8 @@ export function deviceFetcher(blobs: BlobService, dispatcher: Dispatcher): (blob
       throw error;
     }
     // A direct upload (to a bucket) never passed through the server: check it landed, then mark it complete.
-    if (blobs.store.presignPut && !(await blobs.confirmDirect(blob))) throw new BlobError("BLOB_INCOMPLETE", "The device's upload did not arrive whole; fetch the URL again to start over");
+    if (blobs.store.presignPut && !(await blobs.confirmDirect(blob)))
+      throw new BlobError("BLOB_INCOMPLETE", "The device's upload did not arrive whole; fetch the URL again to start over");
   };
 }
 
@@ -72,6 +102,8 @@ export async function blobsForInput(blobs: BlobService, userId: string, input: u
   const blob = await blobs.owned(userId, id);
   if (!blob.complete) throw new BlobError("BLOB_INCOMPLETE", "This blob's bytes were never uploaded: PUT them to its upload URL first");
   // A bucket's own presigned GET when the store has one (the device reads straight from it, as it uploads to it).
-  const url = blobs.store.presignGet ? await blobs.store.presignGet(blob.id, new Date(Date.now() + UPLOAD_TIMEOUT_MS), { contentType: blob.contentType }) : blobs.handle(blob).url;
+  const url = blobs.store.presignGet
+    ? await blobs.store.presignGet(blob.id, new Date(Date.now() + UPLOAD_TIMEOUT_MS), { contentType: blob.contentType })
+    : blobs.handle(blob).url;
   return { [id]: { url, size: blob.size, sha256: blob.digest, contentType: blob.contentType } };
 }

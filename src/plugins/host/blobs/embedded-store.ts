@@ -72,7 +72,7 @@ export function createEmbeddedBlobStore(dir: string): BlobStore {
 /** A full disk is the operator's to fix (507); any other file-system fault is the store being unavailable (503). */
 function storeFault(error: unknown): BlobError {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === "ENOSPC" || code === "EDQUOT") return new BlobError("BLOB_STORE_FULL", "The blob store's disk is full; nothing was kept. Free space or raise the quota, then try again.");
+  if (code === "ENOSPC" || code === "EDQUOT")
+    return new BlobError("BLOB_STORE_FULL", "The blob store's disk is full; nothing was kept. Free space or raise the quota, then try again.");
   return new BlobError("BLOB_STORE_UNAVAILABLE", `The blob store could not be used (${code ?? "unknown error"}); try again shortly`);
 }
-

@@ -29,8 +29,10 @@ export class MeasuredBody extends Transform {
   }
 
   override _flush(callback: (error?: Error | null) => void): void {
-    if (this.bytes !== this.expect.size) callback(new BlobError("BLOB_SIZE_MISMATCH", `The body is ${this.bytes} bytes, not the announced ${this.expect.size}; nothing was kept`));
-    else if (this.hash.digest("hex") !== this.expect.digest) callback(new BlobError("BLOB_DIGEST_MISMATCH", "The body's sha256 is not the announced digest; nothing was kept"));
+    if (this.bytes !== this.expect.size)
+      callback(new BlobError("BLOB_SIZE_MISMATCH", `The body is ${this.bytes} bytes, not the announced ${this.expect.size}; nothing was kept`));
+    else if (this.hash.digest("hex") !== this.expect.digest)
+      callback(new BlobError("BLOB_DIGEST_MISMATCH", "The body's sha256 is not the announced digest; nothing was kept"));
     else callback();
   }
 }

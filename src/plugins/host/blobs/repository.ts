@@ -21,7 +21,18 @@ export type NewBlob = Omit<BlobRecord, "createdAt" | "complete">;
 
 const columns = ["id", "user_id", "device_id", "path", "size", "digest", "content_type", "created_at", "expires_at", "completed_at"] as const;
 
-type Row = { id: string; user_id: string; device_id: string | null; path: string | null; size: string | number; digest: string; content_type: string; created_at: Date; expires_at: Date; completed_at: Date | null };
+type Row = {
+  id: string;
+  user_id: string;
+  device_id: string | null;
+  path: string | null;
+  size: string | number;
+  digest: string;
+  content_type: string;
+  created_at: Date;
+  expires_at: Date;
+  completed_at: Date | null;
+};
 
 function toRecord(row: Row): BlobRecord {
   return {

@@ -59,37 +59,56 @@ export function blobRoutes(blobs: BlobService): FastifyPluginAsyncTypebox {
       return reply.code(201).send({ blob: blobs.handle(blob), upload });
     });
 
-    fastify.put("/api/host/blobs/:id", { schema: { params: IdParams, querystring: TokenQuery, response: jsonResponses({ 200: Type.Object({ blob: BlobHandleJson }) }) } }, async (request, reply) => {
-      const declared = request.headers["content-length"];
-      if (declared === undefined && request.headers["transfer-encoding"] === undefined) throw new HttpError(411, "LENGTH_REQUIRED", "Send the blob's bytes with a Content-Length");
-      try {
-        const blob = await blobs.receive(request.params.id, request.query.t, request.raw, await signedInUser(request));
-        return { blob: blobs.handle(blob) };
-      } catch (error) {
-        // A refusal may come before the body was read to its end: close the connection rather than read the rest.
-        if (!request.raw.complete) void reply.header("connection", "close");
-        throw error;
-      }
-    });
+    fastify.put(
+      "/api/host/blobs/:id",
+      { schema: { params: IdParams, querystring: TokenQuery, response: jsonResponses({ 200: Type.Object({ blob: BlobHandleJson }) }) } },
+      async (request, reply) => {
+        const declared = request.headers["content-length"];
+        if (declared === undefined && request.headers["transfer-encoding"] === undefined)
+          throw new HttpError(411, "LENGTH_REQUIRED", "Send the blob's bytes with a Content-Length");
+        try {
+          const blob = await blobs.receive(request.params.id, request.query.t, request.raw, await signedInUser(request));
+          return { blob: blobs.handle(blob) };
+        } catch (error) {
+          // A refusal may come before the body was read to its end: close the connection rather than read the rest.
+          if (!request.raw.complete) void reply.header("connection", "close");
+          throw error;
+        }
+      },
+    );
 
-    fastify.get("/api/host/blobs/:id", { schema: { params: IdParams, querystring: TokenQuery, response: jsonResponses({ 200: BlobBytes, 206: BlobBytes, 307: BlobBytes }) } }, async (request, reply) => {
-      const signedIn = await signedInUser(request);
-      const { blob } = await blobs.granted(request.params.id, request.query.t, "get", signedIn);
-      // The first download streams while the device uploads (embedded store, whole file); a range, or a bucket, waits for it.
-      const streamed = !blob.complete && !blobs.store.presignPut && !request.headers.range;
-      const first = blob.complete ? blob : streamed ? await blobs.follow(blob) : await blobs.fetchFromDevice(blob);
-      const ready = first instanceof Readable ? blob : first;
-      // Who fetched which file: the owner signed in, or whoever held the URL.
-      if (fastify.hasDecorator("tetherAudit")) {
-        audit.record(fastify.tetherAudit, { userId: blob.userId, deviceId: blob.deviceId, actor: signedIn ? "session" : "url", event: "blob_fetch", outcome: "ok", detail: { ...blobDetail(blob), ...(request.headers.range ? { range: request.headers.range } : {}) } });
-      }
-      // A bucket serves the bytes itself (ranges included): the replica only signs the way there.
-      if (blobs.store.presignGet) {
-        const url = await blobs.store.presignGet(ready.id, new Date(Date.now() + 5 * 60_000), { contentType: ready.contentType, ...(ready.path ? { fileName: path.basename(ready.path) } : {}) });
-        return reply.code(307).header("cache-control", "private, no-store").redirect(url, 307);
-      }
-      return sendBlob(blobs, ready, request, reply, first instanceof Readable ? first : undefined);
-    });
+    fastify.get(
+      "/api/host/blobs/:id",
+      { schema: { params: IdParams, querystring: TokenQuery, response: jsonResponses({ 200: BlobBytes, 206: BlobBytes, 307: BlobBytes }) } },
+      async (request, reply) => {
+        const signedIn = await signedInUser(request);
+        const { blob } = await blobs.granted(request.params.id, request.query.t, "get", signedIn);
+        // The first download streams while the device uploads (embedded store, whole file); a range, or a bucket, waits for it.
+        const streamed = !blob.complete && !blobs.store.presignPut && !request.headers.range;
+        const first = blob.complete ? blob : streamed ? await blobs.follow(blob) : await blobs.fetchFromDevice(blob);
+        const ready = first instanceof Readable ? blob : first;
+        // Who fetched which file: the owner signed in, or whoever held the URL.
+        if (fastify.hasDecorator("tetherAudit")) {
+          audit.record(fastify.tetherAudit, {
+            userId: blob.userId,
+            deviceId: blob.deviceId,
+            actor: signedIn ? "session" : "url",
+            event: "blob_fetch",
+            outcome: "ok",
+            detail: { ...blobDetail(blob), ...(request.headers.range ? { range: request.headers.range } : {}) },
+          });
+        }
+        // A bucket serves the bytes itself (ranges included): the replica only signs the way there.
+        if (blobs.store.presignGet) {
+          const url = await blobs.store.presignGet(ready.id, new Date(Date.now() + 5 * 60_000), {
+            contentType: ready.contentType,
+            ...(ready.path ? { fileName: path.basename(ready.path) } : {}),
+          });
+          return reply.code(307).header("cache-control", "private, no-store").redirect(url, 307);
+        }
+        return sendBlob(blobs, ready, request, reply, first instanceof Readable ? first : undefined);
+      },
+    );
   };
 }
 
@@ -114,7 +133,10 @@ async function sendBlob(blobs: BlobService, blob: BlobRecord, request: FastifyRe
   }
   const stream = await blobs.open(blob, range);
   if (range) {
-    reply.code(206).header("content-range", `bytes ${range.start}-${range.end}/${blob.size}`).header("content-length", range.end - range.start + 1);
+    reply
+      .code(206)
+      .header("content-range", `bytes ${range.start}-${range.end}/${blob.size}`)
+      .header("content-length", range.end - range.start + 1);
   } else {
     reply.header("content-length", blob.size);
   }

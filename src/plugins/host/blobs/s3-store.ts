@@ -57,9 +57,11 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     async *ids() {
       let ContinuationToken: string | undefined;
       do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ...(ContinuationToken ? { ContinuationToken } : {}) })).catch((error: unknown) => {
-          throw storeFault(error);
-        });
+        const page = await client
+          .send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ...(ContinuationToken ? { ContinuationToken } : {}) }))
+          .catch((error: unknown) => {
+            throw storeFault(error);
+          });
         for (const object of page.Contents ?? []) {
           const id = object.Key?.slice(prefix.length);
           if (id && BLOB_ID.test(id)) yield id;
@@ -75,7 +77,12 @@ export function createS3BlobStore(options: S3BlobStoreOptions): BlobStore {
     },
     async presignGet(id, expiresAt, download) {
       const disposition = download.fileName ? `attachment; filename*=UTF-8''${encodeURIComponent(download.fileName)}` : undefined;
-      const command = new GetObjectCommand({ Bucket, Key: keyOf(id), ResponseContentType: download.contentType, ...(disposition ? { ResponseContentDisposition: disposition } : {}) });
+      const command = new GetObjectCommand({
+        Bucket,
+        Key: keyOf(id),
+        ResponseContentType: download.contentType,
+        ...(disposition ? { ResponseContentDisposition: disposition } : {}),
+      });
       return getSignedUrl(client, command, { expiresIn: secondsUntil(expiresAt) });
     },
     async stat(id) {
@@ -114,10 +121,12 @@ async function putChecked(client: S3Client, { Bucket, Key }: { Bucket: string; K
   const passing = new PassThrough();
   // MeasuredBody checks size and digest before the body ends, so a wrong body aborts the PUT rather than completing it;
   // the bucket failing stops the feeding too (else the request body would wait, unread, until its timeout).
-  const sending = client.send(new PutObjectCommand({ Bucket, Key, Body: passing, ContentLength: expect.size, ChecksumSHA256: checksum(expect.digest) })).catch((error: unknown) => {
-    passing.destroy(error as Error);
-    throw error;
-  });
+  const sending = client
+    .send(new PutObjectCommand({ Bucket, Key, Body: passing, ContentLength: expect.size, ChecksumSHA256: checksum(expect.digest) }))
+    .catch((error: unknown) => {
+      passing.destroy(error as Error);
+      throw error;
+    });
   sending.catch(() => {});
   try {
     await pipeline(body, counter, passing);
@@ -153,4 +162,3 @@ function storeFault(error: unknown): BlobError {
   const detail = (error as { name?: string; code?: string } | undefined)?.code ?? (error as { name?: string } | undefined)?.name ?? "unknown error";
   return new BlobError("BLOB_STORE_UNAVAILABLE", `The blob store (S3) could not be reached or refused the request (${detail}); try again shortly`);
 }
-

@@ -59,7 +59,10 @@ export function createBlobService(options: BlobServiceOptions) {
     const blob: NewBlob = { ...spec, id: `b_${randomBytes(16).toString("base64url")}`, expiresAt: new Date(Date.now() + retentionMs) };
     if (!(await repo.insertWithinQuota(db, blob, quotaBytes))) {
       const used = await repo.usage(db, spec.userId);
-      throw new BlobError("BLOB_QUOTA_EXCEEDED", `Your blobs take ${used} of your ${quotaBytes} bytes; this one (${spec.size}) does not fit. Blobs expire after ${Math.round(retentionMs / 3_600_000)} h.`);
+      throw new BlobError(
+        "BLOB_QUOTA_EXCEEDED",
+        `Your blobs take ${used} of your ${quotaBytes} bytes; this one (${spec.size}) does not fit. Blobs expire after ${Math.round(retentionMs / 3_600_000)} h.`,
+      );
     }
     return { ...blob, createdAt: new Date(), complete: false };
   }
@@ -67,7 +70,8 @@ export function createBlobService(options: BlobServiceOptions) {
   /** The blob's row, if `userId` owns it (another user's blob is "not found", as devices are). */
   async function owned(userId: string, id: string): Promise<BlobRecord> {
     const blob = await repo.findBlob(db, id);
-    if (!blob || blob.userId !== userId || blob.expiresAt.getTime() <= Date.now()) throw new BlobError("BLOB_NOT_FOUND", "You have no blob with this id (it may have expired)");
+    if (!blob || blob.userId !== userId || blob.expiresAt.getTime() <= Date.now())
+      throw new BlobError("BLOB_NOT_FOUND", "You have no blob with this id (it may have expired)");
     return blob;
   }
 
@@ -78,8 +82,16 @@ export function createBlobService(options: BlobServiceOptions) {
   async function receive(id: string, token: string | undefined, body: Readable, callerUserId?: string): Promise<BlobRecord> {
     const { blob, nonce } = await granted(id, token, "put", callerUserId);
     if (blob.complete) throw new BlobError("BLOB_URL_USED", "This blob is already complete; the upload URL was used");
-    if (!nonce || !(await repo.claimUpload(db, id, nonce))) throw new BlobError("BLOB_URL_USED", "This upload URL was already used (or replaced by a newer one)");
-    await putTeed(live, blob, body, () => store.put(id, body, { size: blob.size, digest: blob.digest }), (teed) => store.put(id, teed, { size: blob.size, digest: blob.digest }), () => repo.markComplete(db, id));
+    if (!nonce || !(await repo.claimUpload(db, id, nonce)))
+      throw new BlobError("BLOB_URL_USED", "This upload URL was already used (or replaced by a newer one)");
+    await putTeed(
+      live,
+      blob,
+      body,
+      () => store.put(id, body, { size: blob.size, digest: blob.digest }),
+      (teed) => store.put(id, teed, { size: blob.size, digest: blob.digest }),
+      () => repo.markComplete(db, id),
+    );
     return { ...blob, complete: true };
   }
 
@@ -107,7 +119,28 @@ export function createBlobService(options: BlobServiceOptions) {
     await removeBytes(store, await repo.deleteForDevice(db, deviceId));
   }
 
-  return { store, retentionMs, quotaBytes, stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"), adopt, setDeviceFetcher: fromDevice.set, fetchFromDevice: fromDevice.fetch, follow, create, owned, handle, uploadUrl, granted, receive, confirmDirect, open, sweep: () => sweepBlobs(db, store), deleteForDevice, findBlob: (id: string) => repo.findBlob(db, id), usage: (userId: string) => repo.usage(db, userId) };
+  return {
+    store,
+    retentionMs,
+    quotaBytes,
+    stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"),
+    adopt,
+    setDeviceFetcher: fromDevice.set,
+    fetchFromDevice: fromDevice.fetch,
+    follow,
+    create,
+    owned,
+    handle,
+    uploadUrl,
+    granted,
+    receive,
+    confirmDirect,
+    open,
+    sweep: () => sweepBlobs(db, store),
+    deleteForDevice,
+    findBlob: (id: string) => repo.findBlob(db, id),
+    usage: (userId: string) => repo.usage(db, userId),
+  };
 }
 
 export type BlobService = ReturnType<typeof createBlobService>;
@@ -124,7 +157,13 @@ function liveFailure(error: unknown, body: Readable): Error {
  * checked with its real size, the bytes put into the store (which checks them once more). A failure keeps no row
  * and no bytes. The staging file is the caller's to discard.
  */
-async function adoptStaged(db: Kysely<Database>, store: BlobStore, create: (spec: BlobSpec) => Promise<BlobRecord>, spec: Omit<BlobSpec, "size" | "digest">, staged: StagedFile): Promise<BlobRecord> {
+async function adoptStaged(
+  db: Kysely<Database>,
+  store: BlobStore,
+  create: (spec: BlobSpec) => Promise<BlobRecord>,
+  spec: Omit<BlobSpec, "size" | "digest">,
+  staged: StagedFile,
+): Promise<BlobRecord> {
   const blob = await create({ ...spec, size: staged.size, digest: staged.digest });
   try {
     await store.put(blob.id, fs.createReadStream(staged.file), { size: blob.size, digest: blob.digest });
@@ -161,7 +200,14 @@ async function followUpload(live: LiveUploads, fetchFromDevice: (blob: BlobRecor
  * Puts an upload into the store and marks it complete; downloads waiting for the blob get the bytes as they arrive
  * (`live-upload.ts`), the last chunk only once verified and complete, and an aborted stream otherwise.
  */
-async function putTeed(live: LiveUploads, blob: BlobRecord, body: Readable, plain: () => Promise<void>, teed: (stream: Readable) => Promise<void>, complete: () => Promise<void>): Promise<void> {
+async function putTeed(
+  live: LiveUploads,
+  blob: BlobRecord,
+  body: Readable,
+  plain: () => Promise<void>,
+  teed: (stream: Readable) => Promise<void>,
+  complete: () => Promise<void>,
+): Promise<void> {
   const tee = live.start(blob.id, blob.size);
   if (!tee) {
     await plain();

@@ -29,7 +29,11 @@ export function newNonce(): string {
 }
 
 export function signGrant(key: SignedStateKey, grant: BlobGrant, expiresAt: Date): string {
-  return signState(key, { b: grant.blobId, d: grant.direction, s: grant.size, h: grant.digest, u: grant.userId, ...(grant.nonce ? { n: grant.nonce } : {}) }, expiresAt);
+  return signState(
+    key,
+    { b: grant.blobId, d: grant.direction, s: grant.size, h: grant.digest, u: grant.userId, ...(grant.nonce ? { n: grant.nonce } : {}) },
+    expiresAt,
+  );
 }
 
 /** The grant a token carries for `blobId` in `direction`, or the refusal a caller should see. */

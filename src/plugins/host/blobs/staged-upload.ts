@@ -44,7 +44,10 @@ export async function stageUpload(dir: string, body: Readable, limits: StageLimi
         callback(
           cap === limits.maxBytes
             ? new BlobError("BLOB_TOO_LARGE", `A file may be at most ${limits.maxBytes} bytes; this one is larger. Nothing was kept.`)
-            : new BlobError("BLOB_QUOTA_EXCEEDED", `This file does not fit in the ${Math.max(0, limits.roomBytes)} bytes left of your blob quota. Nothing was kept; blobs expire by themselves.`),
+            : new BlobError(
+                "BLOB_QUOTA_EXCEEDED",
+                `This file does not fit in the ${Math.max(0, limits.roomBytes)} bytes left of your blob quota. Nothing was kept; blobs expire by themselves.`,
+              ),
         );
         return;
       }

@@ -37,7 +37,14 @@ export function blobUrls({ db, key, baseURL, urlTtlMs }: BlobUrlsOptions) {
   function handle(blob: BlobRecord): BlobHandle {
     const expiresAt = urlExpiry(blob);
     const token = signGrant(key, { blobId: blob.id, direction: "get", size: blob.size, digest: blob.digest, userId: blob.userId }, expiresAt);
-    return { id: blob.id, size: blob.size, digest: blob.digest, contentType: blob.contentType, url: urlFor(blob.id, token), expiresAt: expiresAt.toISOString() };
+    return {
+      id: blob.id,
+      size: blob.size,
+      digest: blob.digest,
+      contentType: blob.contentType,
+      url: urlFor(blob.id, token),
+      expiresAt: expiresAt.toISOString(),
+    };
   }
 
   /** A fresh single-use upload URL; the previous one (a failed attempt's) stops working. */
@@ -50,7 +57,12 @@ export function blobUrls({ db, key, baseURL, urlTtlMs }: BlobUrlsOptions) {
   }
 
   /** The blob a signed URL names, checked against its row: same owner, size and digest, not expired. */
-  async function granted(id: string, token: string | undefined, direction: "get" | "put", callerUserId?: string): Promise<{ blob: BlobRecord; nonce?: string }> {
+  async function granted(
+    id: string,
+    token: string | undefined,
+    direction: "get" | "put",
+    callerUserId?: string,
+  ): Promise<{ blob: BlobRecord; nonce?: string }> {
     const grant = verifyGrant(key, token, id, direction);
     const blob = await repo.findBlob(db, id);
     if (!blob || blob.expiresAt.getTime() <= Date.now()) throw new BlobError("BLOB_NOT_FOUND", "This blob is gone (expired or deleted)");

@@ -31,4 +31,9 @@ export function checkCall(stream: StreamCapacity, toolName: string, options: Cal
 }
 
 /** The server's blob upload request as the dispatcher sees it: a read, sent only by the server itself. */
-const BLOB_UPLOAD_TOOL: AnnouncedTool = Object.freeze({ name: BLOB_UPLOAD_CALL, description: "Upload a blob this device described", inputSchema: { type: "object" }, class: "read" });
+const BLOB_UPLOAD_TOOL: AnnouncedTool = Object.freeze({
+  name: BLOB_UPLOAD_CALL,
+  description: "Upload a blob this device described",
+  inputSchema: { type: "object" },
+  class: "read",
+});

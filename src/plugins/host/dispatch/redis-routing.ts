@@ -144,7 +144,10 @@ export class CallRouter {
       case "cancel":
         return this.served.get(message.rid)?.abort();
       case "done":
-        return this.finish(message.rid, message.ok ? { result: message.result } : { error: new DeviceCallError(message.code, message.message, message.fromTool) });
+        return this.finish(
+          message.rid,
+          message.ok ? { result: message.result } : { error: new DeviceCallError(message.code, message.message, message.fromTool) },
+        );
       case "settle":
         return void local.settle(message.d, message.result).then((verdict) => this.answer(message.from, message.rid, verdict));
       case "expects":
