@@ -41,15 +41,17 @@ export async function runArea(...folders: string[]): Promise<void> {
   for (const file of files) {
     const name = path.relative(path.dirname(testRoot), file);
     await t.test(name, async (loading) => {
-      await import(file);
-      loading.pass("loaded");
+      await loading.resolves(import(file), "its module loads");
     });
     await t.test(`${name}: teardown`, async (closing) => {
       const registered = teardowns.reverse();
       teardowns = [];
-      for (const teardown of registered) await teardown();
-      closing.pass(`${registered.length} teardown(s) ran`);
+      await closing.resolves(runInOrder(registered), `its ${registered.length} teardown(s) end without an error`);
     });
   }
   await closeIdleDatabases();
+}
+
+async function runInOrder(steps: Array<() => unknown>): Promise<void> {
+  for (const step of steps) await step();
 }

@@ -4,14 +4,14 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import t, { type Test } from "tap";
 import { TestClient, uniqueEmail } from "../../helpers/client.js";
 import { IN_CI } from "../../helpers/database.js";
 import { startPagesApp } from "../../pages/support.js";
 import { makeSiteAdmin } from "../../helpers/auth.js";
+import { CHROMIUM, launchChromium } from "./support.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.resolve(import.meta.dirname, "../../artifacts");
 const PASSWORD = "correct horse battery";
 
@@ -30,20 +30,7 @@ if (!existsSync(CHROMIUM)) {
 async function browserTests(): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
   const { app, url } = await startPagesApp(t);
-  // playwright gives each launch a fresh temporary profile (user-data-dir) and removes it on close.
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  t.teardown(() => browser.close());
+  const browser = await launchChromium(t);
 
   /**
    * A test with a fresh browser context (its own cookies). Script errors and CSP violations logged by
