@@ -61,30 +61,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   )`.execute(db);
   await sql`create index host_proposal_user_status_idx on host_proposal (user_id, status)`.execute(db);
   await sql`create index host_proposal_device_id_idx on host_proposal (device_id)`.execute(db);
-
-  // Audit log: who did what to which device, and how it ended. Inputs are recorded as a digest
-  // (file contents do not belong in a log); proposals keep the full input of mutations.
-  await sql`create table host_audit (
-    id bigint generated always as identity primary key,
-    user_id text not null references "user" ("id") on delete cascade,
-    device_id text references host_device (id) on delete cascade,
-    proposal_id text references host_proposal (id) on delete cascade,
-    event text not null,
-    actor text not null,
-    tool text,
-    mode text,
-    input_digest text,
-    outcome text not null,
-    error_code text,
-    duration_ms integer,
-    at timestamptz not null default now()
-  )`.execute(db);
-  await sql`create index host_audit_user_at_idx on host_audit (user_id, at desc)`.execute(db);
-  await sql`create index host_audit_device_id_idx on host_audit (device_id)`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ["host_audit", "host_proposal", "host_pairing_code", "host_device"]) {
+  for (const table of ["host_proposal", "host_pairing_code", "host_device"]) {
     await sql`drop table if exists ${sql.table(table)}`.execute(db);
   }
 }

@@ -18,15 +18,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`create index host_proposal_decided_user_idx on host_proposal (user_id, (coalesce(finished_at, decided_at, expires_at)) desc, id desc) where status <> 'pending'`.execute(
     db,
   );
-  // The audit log's credential column comes with the MCP migrations (0040): an embedding without them has none.
-  const credential = await sql<{ found: boolean }>`select exists (
-      select 1 from information_schema.columns where table_name = 'host_audit' and column_name = 'credential' and table_schema = current_schema()
-    ) as found`.execute(db);
-  const credentialColumn = credential.rows[0]?.found ? sql`a.credential` : sql`null`;
-  await sql`update host_proposal p set proposer_actor = a.actor, proposer_credential = ${credentialColumn}
-    from host_audit a where a.proposal_id = p.id and a.event = 'propose' and a.outcome = 'ok'`.execute(db);
+  await sql`update host_proposal p set proposer_actor = a.actor, proposer_credential = a.credential
+    from activity_event a where a.proposal_id = p.id and a.event = 'propose' and a.outcome = 'ok'`.execute(db);
   await sql`update host_proposal p set decided_by = a.actor
-    from host_audit a where a.proposal_id = p.id and a.event in ('approve', 'reject') and a.outcome = 'ok'`.execute(db);
+    from activity_event a where a.proposal_id = p.id and a.event in ('approve', 'reject') and a.outcome = 'ok'`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

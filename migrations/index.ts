@@ -3,6 +3,7 @@ import * as betterAuth from "./0001_better_auth.js";
 import * as apiTokens from "./0002_api_tokens.js";
 import * as sessionInvalidation from "./0003_session_invalidation.js";
 import * as host from "./0004_host.js";
+import * as activityEvent from "./0005_activity_event.js";
 import * as deactivationEndsSessions from "./0010_deactivation_ends_sessions.js";
 import * as hostInvalidation from "./0030_host_invalidation.js";
 import * as mcp from "./0040_mcp.js";
@@ -16,7 +17,7 @@ import * as deviceUpdates from "./0073_device_updates.js";
 import * as proposalProposer from "./0110_proposal_proposer.js";
 import * as deviceToolsOrder from "./0111_device_tools_order.js";
 import * as blobs from "./0120_blobs.js";
-import * as activityEvent from "./0140_activity_event.js";
+import * as activityEventHostLinks from "./0140_activity_event_host_links.js";
 import * as credentialDeviceGrants from "./0150_credential_device_grants.js";
 import * as mcpTask from "./0170_mcp_task.js";
 
@@ -30,19 +31,19 @@ export const authMigrations: Record<string, Migration> = {
   "0001_better_auth": betterAuth,
   "0002_api_tokens": apiTokens,
   "0003_session_invalidation": sessionInvalidation,
+  "0005_activity_event": activityEvent,
   "0010_deactivation_ends_sessions": deactivationEndsSessions,
 };
 
 /**
- * Two-factor, passkeys, and the audit log's auth events (it extends the host's audit table); each TOTP
- * code accepted once.
+ * Two-factor and passkeys; each TOTP code accepted once.
  */
 export const accountMigrations: Record<string, Migration> = {
   "0060_accounts": accounts,
   "0072_totp_replay": totpReplay,
 };
 
-/** The device host connector's tables (devices, pairing codes, proposals, the activity log, device codes, blobs, credentials' device grants). */
+/** The device host connector's tables (devices, pairing codes, proposals, device codes, blobs, credentials' device grants) and the activity log's links to them. */
 export const hostMigrations: Record<string, Migration> = {
   "0004_host": host,
   "0030_host_invalidation": hostInvalidation,
@@ -53,8 +54,7 @@ export const hostMigrations: Record<string, Migration> = {
   "0110_proposal_proposer": proposalProposer,
   "0111_device_tools_order": deviceToolsOrder,
   "0120_blobs": blobs,
-  // Renames the table 0004_host created, so it runs with the set that creates it.
-  "0140_activity_event": activityEvent,
+  "0140_activity_event_host_links": activityEventHostLinks,
   "0150_credential_device_grants": credentialDeviceGrants,
 };
 

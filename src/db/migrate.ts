@@ -20,6 +20,10 @@ export async function migrateToLatest(db: Kysely<any>, migrations: Record<string
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    // Each plugin's set depends only on sets that sort before it, so an app that started with `authMigrations`
+    // can add `hostMigrations` later: their older numbers run then, in order, instead of being refused as
+    // out of order (Kysely's default, meant for one linear history).
+    allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();

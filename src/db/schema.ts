@@ -190,7 +190,7 @@ export interface HostBlobTable {
 
 export interface ActivityEventTable {
   id: Generated<string>;
-  /** Null only for a failed sign-in naming no account (migrations/0060_accounts.ts). */
+  /** Null only for a failed sign-in naming no account (migrations/0005_activity_event.ts). */
   user_id: string | null;
   device_id: string | null;
   proposal_id: string | null;

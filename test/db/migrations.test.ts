@@ -1,7 +1,9 @@
 import { sql } from "kysely";
 import t, { type Test } from "tap";
-import { allMigrations } from "../../migrations/index.js";
+import { allMigrations, authMigrations } from "../../migrations/index.js";
 import { migrateToLatest } from "../../src/db/migrate.js";
+import { createAuditWriter } from "../../src/plugins/activity/audit-plugin.js";
+import { createActivityWriter } from "../../src/plugins/activity/writer.js";
 import { announcedTools, createDevice, listDevices, recordHello } from "../../src/plugins/host/devices.js";
 import type { AnnouncedTool } from "../../src/protocol/index.js";
 import { openTestDatabase } from "../helpers/database.js";
@@ -20,6 +22,36 @@ t.test("a new database gets today's names", async (t) => {
   const database = await openTestDatabase();
   t.teardown(() => database.close());
   t.same(await appliedNames(database.db), Object.keys(allMigrations).sort());
+});
+
+t.test("auth alone records sign-ins in the activity log; the host set added later links the log to devices", async (t) => {
+  const database = await openTestDatabase(authMigrations);
+  t.teardown(() => database.close());
+  const db = database.db;
+  await sql`insert into "user" (id, name, email, "emailVerified", "createdAt", "updatedAt") values ('u1', 'Ann', 'ann@example.com', false, now(), now())`.execute(
+    db,
+  );
+  const audit = createAuditWriter(db);
+  t.teardown(() => audit.close());
+  const activity = createActivityWriter(audit);
+  activity.record({ userId: "u1", event: "sign-in", actor: "session", outcome: "ok", ipAddress: "192.0.2.1" });
+  await activity.flush();
+  t.match((await sql<{ event: string }>`select event, ip_address from activity_event`.execute(db)).rows, [{ event: "sign-in", ip_address: "192.0.2.1" }]);
+
+  const added = await migrateToLatest(db, allMigrations);
+  t.ok(added.includes("0004_host") && added.includes("0140_activity_event_host_links"), "the host set runs although its numbers sort before applied ones");
+  await sql`insert into host_device (id, user_id, name, platform, token_hash) values ('d1', 'u1', 'box', 'linux', 'h1')`.execute(db);
+  await sql`insert into activity_event (user_id, device_id, event, actor, outcome) values ('u1', 'd1', 'call', 'token', 'ok')`.execute(db);
+  await t.rejects(
+    sql`insert into activity_event (user_id, device_id, event, actor, outcome) values ('u1', 'no-such-device', 'call', 'token', 'ok')`.execute(db),
+    "an event cannot name a device that does not exist",
+  );
+  await sql`delete from host_device where id = 'd1'`.execute(db);
+  t.same(
+    (await sql<{ event: string }>`select event from activity_event order by id`.execute(db)).rows,
+    [{ event: "sign-in" }],
+    "a deleted device's events go with it",
+  );
 });
 
 t.test("0071: devices paired before it count as confirmed; devices paired after it are new", async (t) => {
@@ -72,7 +104,7 @@ t.test("0110: proposals made before it take their proposer and decider from the 
       values (${id}, 'u1', 'd1', 'edit_file', '{}', '', 'Edit a', ${status}, now() + interval '1 hour')`.execute(db);
   }
   const audit = (proposal: string, event: string, actor: string, outcome: string, credential: string | null) =>
-    sql`insert into host_audit (user_id, device_id, proposal_id, event, actor, outcome, credential) values ('u1', 'd1', ${proposal}, ${event}, ${actor}, ${outcome}, ${credential})`.execute(
+    sql`insert into activity_event (user_id, device_id, proposal_id, event, actor, outcome, credential) values ('u1', 'd1', ${proposal}, ${event}, ${actor}, ${outcome}, ${credential})`.execute(
       db,
     );
   await audit("p-token", "propose", "token", "ok", "token:t1");
