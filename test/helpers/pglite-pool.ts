@@ -33,8 +33,12 @@ export async function openPooledDatabase(snapshot: Blob): Promise<DatabaseHandle
   return lease(pooled);
 }
 
-/** Closes the threads waiting in the pool (they keep the process alive). */
+/** Set once the pool is closed: a database closed after that (a teardown that ran later) closes its thread. */
+let drained = false;
+
+/** Closes the threads waiting in the pool (they keep the process alive), and those given back from now on. */
 export async function closeIdleDatabases(): Promise<void> {
+  drained = true;
   const closing = idle.splice(0);
   await Promise.all(closing.map(({ thread }) => thread.close()));
 }
@@ -87,7 +91,7 @@ function lease(pooled: { thread: PgliteThread; schema: string }): DatabaseHandle
         await db.destroy();
         for (const unlisten of [...unlisteners]) await unlisten().catch(() => {});
         active = false;
-        if (await emptied(pooled)) idle.push(pooled);
+        if ((await emptied(pooled)) && !drained) idle.push(pooled);
         else await thread.close();
       })()),
   };

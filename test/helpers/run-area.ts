@@ -40,6 +40,7 @@ export async function runArea(...folders: string[]): Promise<void> {
 
   for (const file of files) {
     const name = path.relative(path.dirname(testRoot), file);
+    const started = { wall: performance.now(), cpu: process.cpuUsage() };
     await t.test(name, async (loading) => {
       await loading.resolves(import(file), "its module loads");
     });
@@ -48,8 +49,16 @@ export async function runArea(...folders: string[]): Promise<void> {
       teardowns = [];
       await closing.resolves(runInOrder(registered), `its ${registered.length} teardown(s) end without an error`);
     });
+    t.comment(costLine(name, started));
   }
   await closeIdleDatabases();
+}
+
+/** What a file cost, as a TAP comment (`npx tap -R tap test/<area>.test.ts | grep cost:`): where to look when an area grows slow. */
+function costLine(name: string, started: { wall: number; cpu: NodeJS.CpuUsage }): string {
+  const cpu = process.cpuUsage(started.cpu);
+  const seconds = (value: number) => value.toFixed(1);
+  return `cost: ${name} ${seconds((performance.now() - started.wall) / 1000)} s wall, ${seconds((cpu.user + cpu.system) / 1e6)} s CPU`;
 }
 
 async function runInOrder(steps: Array<() => unknown>): Promise<void> {
