@@ -1,5 +1,6 @@
 import type { ServerContext } from "@modelcontextprotocol/server";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { connectionClosed } from "../../http/connection-signal.js";
 import { SERVER_INFO, toolCallHandler, type McpServerContext } from "./mcp-server.js";
 import { TASKS_EXTENSION } from "./tasks.js";
 
@@ -40,7 +41,7 @@ export function fastToolCall(request: FastifyRequest): FastCall | undefined {
   if (info !== undefined && !(isPlainObject(info) && onlyKeys(info, CLIENT_INFO_KEYS) && Object.values(info).every((value) => typeof value === "string")))
     return undefined;
   if (!plainCapabilities(meta[CLIENT_CAPABILITIES])) return undefined;
-  return { id: id as string | number, name, args: (args) ?? {}, envelope: meta };
+  return { id: id as string | number, name, args: args ?? {}, envelope: meta };
 }
 
 /** A request `fastToolCall` accepted. */
@@ -52,16 +53,10 @@ export interface FastCall {
 }
 
 /** Runs an accepted call through the SDK server's own `tools/call` handler and answers as the SDK would. */
-export async function serveFastToolCall(call: FastCall, context: McpServerContext, reply: FastifyReply): Promise<FastifyReply> {
-  // A client that hangs up cancels the call, as it does through the host API.
-  const controller = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error("The client closed the connection"));
-  };
-  reply.raw.once("close", onClose);
-  const ctx = { mcpReq: { id: call.id, method: "tools/call", envelope: call.envelope, signal: controller.signal, requestState: () => undefined } };
+export async function serveFastToolCall(call: FastCall, context: McpServerContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  // A client that hangs up cancels the call, as through the host API (one signal per connection).
+  const ctx = { mcpReq: { id: call.id, method: "tools/call", envelope: call.envelope, signal: connectionClosed(request), requestState: () => undefined } };
   const result = await toolCallHandler(context)({ params: { name: call.name, arguments: call.args } }, ctx as unknown as ServerContext);
-  reply.raw.off("close", onClose);
   // The SDK's 2026-07-28 encoding of a tool result: `resultType`, and the server's identity in `_meta`.
   const meta = (result as { _meta?: Record<string, unknown> })._meta;
   const encoded = { ...result, resultType: "complete", _meta: { ...meta, [SERVER_INFO_KEY]: SERVER_INFO } };

@@ -106,7 +106,7 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   return async (request, reply, caller, lease) => {
     // A plain 2026-07-28 tools/call skips the SDK's HTTP round trip (fast-call.ts says why and when).
     const fast = lease ? undefined : fastToolCall(request);
-    if (fast) return serveFastToolCall(fast, contextFor(caller, "modern"), reply);
+    if (fast) return serveFastToolCall(fast, contextFor(caller, "modern"), request, reply);
     const webRequest = new Request(baseURL + request.url, { method: request.method, headers: protocolHeaders(request.headers) });
     if (request.method === "POST" && (claimsModernRevision(request) || !(await isLegacyRequest(webRequest, request.body)))) {
       if (lease) {
