@@ -9,12 +9,12 @@ import { TASKS_EXTENSION } from "./tasks.js";
  * most, answered by the same handler the SDK server runs (`toolCallHandler`) and encoded as the SDK
  * encodes it (`resultType`, the server's identity in `_meta`).
  *
- * Why: profiled under `npm run bench -- mcp`, a `stat` through the SDK's `createMcpHandler` cost
- * 1.2 ms of server CPU against 0.67 ms through `POST /api/host/calls`. The difference was the SDK's
- * HTTP round trip, not the tool: a web `Request` built for it and a `Response` read back from it
- * (~20%), zod type guards over the same message at each layer (~9%), a per-request transport and
- * server with the error object its close builds (~8%), and the garbage of all of it (~6%). A `Server`
- * reused across requests would save only its construction (~1.5%).
+ * Why: profiled under `npm run bench -- mcp`, a `stat` through the SDK's `createMcpHandler` cost about
+ * 1.8× the server CPU of `POST /api/host/calls`, and the tool was not the difference: of the server
+ * thread's time, the SDK's classification, dispatch and encoding took 10%, zod guards over the same
+ * message at each layer 9%, the web `Response` and its body read back 7%, the web `Request` built for
+ * it 4%, the per-request transport's close chain (an `SdkError` per close) 3%, and the garbage of it
+ * all. A `Server` reused across requests would save only its construction (1.3%).
  *
  * Only a request whose every part is known takes this path: the standard headers agreeing with the
  * body, an id, a tool name, object arguments, and an envelope of the three keys 2026-07-28 defines with
