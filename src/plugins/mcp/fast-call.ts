@@ -54,8 +54,18 @@ export interface FastCall {
 
 /** Runs an accepted call through the SDK server's own `tools/call` handler and answers as the SDK would. */
 export async function serveFastToolCall(call: FastCall, context: McpServerContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  // A client that hangs up cancels the call, as through the host API (one signal per connection).
-  const ctx = { mcpReq: { id: call.id, method: "tools/call", envelope: call.envelope, signal: connectionClosed(request), requestState: () => undefined } };
+  // What the SDK's context would hold for this request (its `_meta` is the envelope and nothing else); a
+  // handler that comes to read more of its context must find it here too. A client that hangs up cancels
+  // the call, as through the host API (one signal per connection).
+  const mcpReq = {
+    id: call.id,
+    method: "tools/call",
+    _meta: call.envelope,
+    envelope: call.envelope,
+    signal: connectionClosed(request),
+    requestState: () => undefined,
+  };
+  const ctx = { mcpReq };
   const result = await toolCallHandler(context)({ params: { name: call.name, arguments: call.args } }, ctx as unknown as ServerContext);
   // The SDK's 2026-07-28 encoding of a tool result: `resultType`, and the server's identity in `_meta`.
   const meta = (result as { _meta?: Record<string, unknown> })._meta;
