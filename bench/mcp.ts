@@ -6,7 +6,8 @@
  * third. Besides calls/s (10 connections), each row gives the server process's CPU time per call, read
  * from /proc: on a machine shared with other work it moves far less than calls/s does. The rows run in
  * `BENCH_ROUNDS` interleaved rounds (default 3); each figure is its row's median.
- * `BENCH_CPU_PROFILE=<dir>` starts the server with `--cpu-prof` into that directory.
+ * `BENCH_CPU_PROFILE=<dir>` starts the server with `--cpu-prof` into that directory; with
+ * `BENCH_MCP_ROW=<text>` only the rows whose name contains that text run (a profile of one path alone).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -144,7 +145,7 @@ export async function benchMcp(): Promise<void> {
     const auth = { authorization: `Bearer ${token}` };
     const mcpHeaders = { ...auth, accept: "application/json, text/event-stream" };
     const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "stat", arguments: { device: deviceId, path: "." } } };
-    const targets: Array<[string, string, unknown, Record<string, string>]> = [
+    const allTargets: Array<[string, string, unknown, Record<string, string>]> = [
       ["POST /api/host/calls", "/api/host/calls", { deviceId, tool: "stat", input: { path: "." } }, auth],
       ["/mcp tools/call, MCP 2025-11-25", "/mcp", call, { ...mcpHeaders, "mcp-protocol-version": "2025-11-25" }],
       [
@@ -154,6 +155,8 @@ export async function benchMcp(): Promise<void> {
         { ...mcpHeaders, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "stat" },
       ],
     ];
+    const only = process.env.BENCH_MCP_ROW;
+    const targets = only ? allTargets.filter(([name]) => name.includes(only)) : allTargets;
     // Rounds interleave the rows, and each row reports its median round: other work on a shared machine
     // then weighs on every row alike instead of on whichever row ran while it did.
     const rounds: Row[][] = targets.map(() => []);
@@ -183,6 +186,10 @@ export async function benchMcp(): Promise<void> {
       failed: measured.reduce((sum, row) => sum + row.failed, 0),
       cpu: median(measured.map((row) => row.cpu ?? 0)),
     }));
+    if (only) {
+      for (const row of rows) console.log(`  ${row.name.padEnd(38)} ${fmt(row.rps).padStart(7)} calls/s, ${fmt((row.cpu ?? 0) / 1000, 2)} ms CPU per call`);
+      return;
+    }
     await writeFile(path.join(work, "probe.txt"), "probe\n");
     const stdio = await benchMcpFilesystem(work, path.join(work, "probe.txt"), SECONDS, 10);
     rows.push({ name: "MCP filesystem get_file_info (stdio)", rps: stdio.many.perSecond, p50: stdio.many.p50, p99: stdio.many.p99, failed: 0 });

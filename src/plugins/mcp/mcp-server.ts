@@ -107,7 +107,24 @@ export function createMcpServer(context: McpServerContext): Server {
     return { tools: buildCatalog(devices, { allowActions: await context.allowActions(), readOnly: caller.readOnly }).map((entry) => entry.tool) };
   });
 
-  server.setRequestHandler("tools/call", async (request, ctx) => {
+  server.setRequestHandler("tools/call", toolCallHandler(context));
+  if (tasks) registerTaskHandlers(server, context, tasks);
+  return server;
+}
+
+/** What `tools/call` reads of its request: the SDK's, or the fast path's (fast-call.ts). */
+export interface ToolCallRequest {
+  params: { name: string; arguments?: Record<string, unknown> | undefined };
+}
+
+/**
+ * `tools/call` for one caller: the SDK server's handler, and the fast path's (fast-call.ts), which calls
+ * it with a context of its own for the requests it serves.
+ */
+export function toolCallHandler(context: McpServerContext) {
+  const { host, caller } = context;
+  const tasks = context.era === "modern" ? context.tasks : undefined;
+  return async (request: ToolCallRequest, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
     const { name } = request.params;
     const args = request.params.arguments ?? {};
     const audited: AuditEntry = {
@@ -146,9 +163,7 @@ export function createMcpServer(context: McpServerContext): Server {
     } catch (error) {
       return failureResult(error, context, name);
     }
-  });
-  if (tasks) registerTaskHandlers(server, context, tasks);
-  return server;
+  };
 }
 
 function failureResult(error: unknown, context: McpServerContext, name: string): CallToolResult {

@@ -5,7 +5,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { StreamLease } from "../../http/stream-limits.js";
 import * as audit from "../host/audit.js";
 import type { McpCaller } from "./credentials.js";
-import { createMcpServer } from "./mcp-server.js";
+import { fastToolCall, serveFastToolCall } from "./fast-call.js";
+import { createMcpServer, type McpServerContext } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
 import type { McpTasks } from "./tasks.js";
@@ -38,9 +39,9 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
 
   // Blob resource_links are readable through resources/read when the app keeps blobs.
   const blobs = fastify.hasDecorator("tetherBlobs") ? { service: fastify.tetherBlobs, urlPrefix: `${baseURL}/api/host/blobs/` } : undefined;
-  const serverFor = (caller: McpCaller, era: "legacy" | "modern") => {
+  const contextFor = (caller: McpCaller, era: "legacy" | "modern"): McpServerContext => {
     let allowsActions: Promise<boolean> | undefined;
-    return createMcpServer({
+    return {
       host: fastify.tetherHost,
       caller,
       // Read once per request, and only by a request that needs it (tools/list, an action tool).
@@ -52,8 +53,9 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
       ...(blobs ? { blobs } : {}),
       audit: async (entry) => audit.record(fastify.tetherAudit, entry),
       onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
-    });
+    };
   };
+  const serverFor = (caller: McpCaller, era: "legacy" | "modern") => createMcpServer(contextFor(caller, era));
 
   /**
    * The SDK's HTTP entry for 2026-07-28, per request (`server/discover`, the `_meta` envelope, the
@@ -102,6 +104,9 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   };
 
   return async (request, reply, caller, lease) => {
+    // A plain 2026-07-28 tools/call skips the SDK's HTTP round trip (fast-call.ts says why and when).
+    const fast = lease ? undefined : fastToolCall(request);
+    if (fast) return serveFastToolCall(fast, contextFor(caller, "modern"), request, reply);
     const webRequest = new Request(baseURL + request.url, { method: request.method, headers: protocolHeaders(request.headers) });
     if (request.method === "POST" && (claimsModernRevision(request) || !(await isLegacyRequest(webRequest, request.body)))) {
       if (lease) {
