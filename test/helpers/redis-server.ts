@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { Redis } from "ioredis";
 import type { Test } from "tap";
 import { freePort } from "./app.js";
+import { eventually } from "./eventually.js";
 
 export interface OwnRedis {
   url: string;
@@ -28,21 +29,19 @@ export async function startOwnRedis(t: Test, options: OwnRedisOptions = {}): Pro
   const start = async () => {
     const started = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
     child = started;
-    const probe = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on("error", () => {});
-    const deadline = Date.now() + 15_000;
-    for (;;) {
+    const exited = new Promise<never>((_, reject) => started.once("exit", () => reject(new Error(`redis-server on port ${port} exited while starting`))));
+    exited.catch(() => {});
+    const answers = async () => {
+      const probe = new Redis(port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on("error", () => {});
       try {
         await probe.connect();
-        await probe.ping();
+        return (await probe.ping()) === "PONG";
+      } finally {
         probe.disconnect();
-        return;
-      } catch {
-        if (started.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server on port ${port} did not start`);
-        probe.disconnect();
-        await new Promise((resolve) => setTimeout(resolve, 50));
       }
-    }
+    };
+    await Promise.race([eventually(answers, 15_000, `redis-server on port ${port} to start`, 50), exited]);
   };
 
   const stop = async () => {

@@ -87,11 +87,9 @@ export async function startOwnPostgres(t: Test): Promise<OwnPostgres> {
       );
       server.stderr.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
       child = server;
-      const deadline = Date.now() + 60_000;
-      while (!(await isReady())) {
-        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start:\n${log}`);
-        await sleep(100);
-      }
+      const exited = new Promise<never>((_, reject) => server.once("exit", () => reject(new Error(`PostgreSQL exited while starting:\n${log}`))));
+      exited.catch(() => {});
+      await Promise.race([eventually(isReady, 60_000, () => `PostgreSQL to start:\n${log}`, 100), exited]);
     },
     async stop() {
       const server = child;

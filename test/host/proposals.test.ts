@@ -1,6 +1,7 @@
 import t from "tap";
 import { connectedDevice, signedIn, startHostServer } from "./helpers.js";
 import { readJson } from "../helpers/client.js";
+import { eventually } from "../helpers/eventually.js";
 
 const DIFF = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-old\n+new\n";
 
@@ -131,10 +132,17 @@ t.test("proposals", async (t) => {
   });
 
   t.test("approve while the device is offline: 409, and the proposal stays pending", async (t) => {
-    const { owner, device, propose } = await connected();
+    const { owner, device, deviceId, propose } = await connected();
     const { proposalId } = await propose();
     device.disconnect();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await eventually(
+      async () => {
+        const { devices } = (await readJson(await owner.get("/api/host/devices"))) as { devices: Array<{ id: string; online: boolean }> };
+        return devices.some((listed) => listed.id === deviceId && !listed.online);
+      },
+      10_000,
+      "the owner to see the device offline",
+    );
     const response = await owner.post("/api/host/approve", { proposalId });
     t.equal(response.status, 409);
     t.equal((await readJson(response)).code, "DEVICE_OFFLINE");

@@ -166,8 +166,13 @@ t.test("tools/list_changed when the device goes offline; a revoked token ends th
   client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
     changes += 1;
   });
-  // The client opened its notification stream (GET /mcp) after initializing; give it a moment to be live.
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // The client opens its notification stream (GET /mcp) after initializing: the server holds two streams once it
+  // is live, the device's and this one (the stranger's client above has closed its own).
+  await eventually(
+    () => world.app.app.tetherStreams.held === 2,
+    10_000,
+    () => `the notification stream (${world.app.app.tetherStreams.held} held)`,
+  );
   world.host.child.kill("SIGTERM");
   await world.host.exited;
   await eventually(() => changes > 0, 20_000, "notifications/tools/list_changed");
