@@ -75,13 +75,10 @@ t.test("an unreachable server is retried until stopped (exit 0)", async (t) => {
   const lines: string[] = [];
   const stop = new AbortController();
   const port = await freePort();
+  const base = { server: `http://127.0.0.1:${port}`, tools: builtinTools, roots: [dir], pairingCode: "22222-22222", handleSignals: false };
   const running = runHost({
-    server: `http://127.0.0.1:${port}`,
-    tools: builtinTools,
-    roots: [dir],
+    ...base,
     configDir: path.join(dir, "cfg"),
-    pairingCode: "22222-22222",
-    handleSignals: false,
     log: (line) => lines.push(line),
     backoff: { initialMs: 20, maxMs: 50 },
     signal: stop.signal,
@@ -91,16 +88,7 @@ t.test("an unreachable server is retried until stopped (exit 0)", async (t) => {
   t.equal(await running, ExitCode.stopped);
   // A signal aborted before the start stops it at once.
   const controller = new AbortController();
-  const second = runHost({
-    server: `http://127.0.0.1:${port}`,
-    tools: builtinTools,
-    roots: [dir],
-    configDir: path.join(dir, "cfg2"),
-    pairingCode: "22222-22222",
-    handleSignals: false,
-    log: () => {},
-    signal: controller.signal,
-  });
+  const second = runHost({ ...base, configDir: path.join(dir, "cfg2"), log: () => {}, signal: controller.signal });
   controller.abort();
   t.equal(await second, ExitCode.stopped);
 });
