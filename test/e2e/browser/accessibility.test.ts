@@ -19,6 +19,10 @@ import { Accessibility, chromiumAvailable, launchChromium, screenshot, watchDocu
 const SIGNED_OUT = ["/login", "/signup", "/forgot-password", "/reset-password?token=not-a-token", "/device", "/no-such-page"];
 
 if (chromiumAvailable(t)) {
+  // Three subtests, said up front: with a teardown registered, tap ends an idle root test on its own, and the root is
+  // idle whenever the first subtest has finished while the set-up below (a device coming online) still runs; it
+  // then tore the server down under that set-up ("fetch failed") or refused the later subtests.
+  t.plan(3);
   const server = await startHostServer(t);
   const browser = await launchChromium(t);
   const audit = await Accessibility.open(browser, t);
