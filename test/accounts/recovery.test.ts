@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import t from "tap";
 import { createDevice, verifyDeviceToken } from "../../src/plugins/host/devices.js";
 import { startTestApp } from "../helpers/app.js";
-import { bearer, mintToken, newUser, PASSWORD, whoAmI } from "../helpers/auth.js";
+import { bearer, latestResetToken, mintToken, newUser, PASSWORD, whoAmI } from "../helpers/auth.js";
 import { readJson, TestClient } from "../helpers/client.js";
 import { authoriseClient, callMcp, refreshed } from "../helpers/oauth.js";
 import { secretOf, totp } from "../helpers/totp.js";
@@ -19,13 +19,7 @@ const db = app.tetherDb;
 async function resetToken(email: string): Promise<string> {
   const sent = await browserClient(url).request("POST", "/forgot-password", { form: { email } });
   if (sent.status !== 200) throw new Error(`forgot-password: ${sent.status}`);
-  const row = await db
-    .selectFrom("verification")
-    .select("identifier")
-    .where("identifier", "like", "reset-password:%")
-    .orderBy("createdAt", "desc")
-    .executeTakeFirstOrThrow();
-  return row.identifier.slice("reset-password:".length);
+  return latestResetToken(db);
 }
 
 /** Resets the password from the page in a fresh browser; returns that browser and the answer. */

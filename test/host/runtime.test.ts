@@ -36,26 +36,20 @@ t.test("configuration from the environment", async (t) => {
 
 t.test("backoff grows, is jittered, and is capped at 30 s", async (t) => {
   const backoff = { initialMs: 500, maxMs: 30_000 };
-  t.equal(
-    backoffDelay(0, backoff, () => 0),
-    250,
-  );
-  t.equal(
-    backoffDelay(0, backoff, () => 1),
-    500,
-  );
-  t.equal(
-    backoffDelay(3, backoff, () => 1),
-    4_000,
-  );
-  t.equal(
-    backoffDelay(20, backoff, () => 1),
-    30_000,
-  );
-  t.equal(
-    backoffDelay(1000, backoff, () => 0),
-    15_000,
-  );
+  // [attempt, what Math.random gives, the delay]: the delay is between half and all of min(initial * 2^attempt, max).
+  const cases: [attempt: number, random: number, delayMs: number][] = [
+    [0, 0, 250],
+    [0, 1, 500],
+    [3, 1, 4_000],
+    [20, 1, 30_000],
+    [1000, 0, 15_000],
+  ];
+  for (const [attempt, random, delayMs] of cases)
+    t.equal(
+      backoffDelay(attempt, backoff, () => random),
+      delayMs,
+      `attempt ${attempt}, random ${random}`,
+    );
 });
 
 t.test("not paired: it asks for approval on /device (stopped while waiting: exit 0); a bad code: exit 3", async (t) => {
@@ -81,13 +75,10 @@ t.test("an unreachable server is retried until stopped (exit 0)", async (t) => {
   const lines: string[] = [];
   const stop = new AbortController();
   const port = await freePort();
+  const base = { server: `http://127.0.0.1:${port}`, tools: builtinTools, roots: [dir], pairingCode: "22222-22222", handleSignals: false };
   const running = runHost({
-    server: `http://127.0.0.1:${port}`,
-    tools: builtinTools,
-    roots: [dir],
+    ...base,
     configDir: path.join(dir, "cfg"),
-    pairingCode: "22222-22222",
-    handleSignals: false,
     log: (line) => lines.push(line),
     backoff: { initialMs: 20, maxMs: 50 },
     signal: stop.signal,
@@ -97,16 +88,7 @@ t.test("an unreachable server is retried until stopped (exit 0)", async (t) => {
   t.equal(await running, ExitCode.stopped);
   // A signal aborted before the start stops it at once.
   const controller = new AbortController();
-  const second = runHost({
-    server: `http://127.0.0.1:${port}`,
-    tools: builtinTools,
-    roots: [dir],
-    configDir: path.join(dir, "cfg2"),
-    pairingCode: "22222-22222",
-    handleSignals: false,
-    log: () => {},
-    signal: controller.signal,
-  });
+  const second = runHost({ ...base, configDir: path.join(dir, "cfg2"), log: () => {}, signal: controller.signal });
   controller.abort();
   t.equal(await second, ExitCode.stopped);
 });

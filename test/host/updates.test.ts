@@ -18,7 +18,7 @@ import { publicKeyText, signManifest } from "../../src/protocol/manifest.js";
 import { builtinTools } from "../../src/tools/index.js";
 import { readJson } from "../helpers/client.js";
 import { eventually } from "../helpers/eventually.js";
-import { pair, protocolHeaders, signedIn, startHostServer } from "./helpers.js";
+import { pair, protocolHeaders, runDevice, signedIn, startHostServer } from "./helpers.js";
 
 const PLATFORM = `${process.platform === "win32" ? "win" : process.platform}-${process.arch}`;
 const FILE = `tether-host-${PLATFORM}`;
@@ -137,20 +137,8 @@ t.test("the minimum version: told at hello, and an older device shows as outdate
   const owner = await signedIn(app.url);
   const dir = await tempDir(t);
   const lines: string[] = [];
-  const stop = new AbortController();
   const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-  const running = runHost({
-    server: app.url,
-    tools: builtinTools,
-    roots: [dir],
-    configDir: path.join(dir, "cfg"),
-    pairingCode: code,
-    name: "old-box",
-    handleSignals: false,
-    signal: stop.signal,
-    log: (line) => lines.push(line),
-  });
-  t.teardown(() => stop.abort());
+  const oldBox = runDevice(t, { server: app.url, root: dir, pairingCode: code, name: "old-box", log: (line) => lines.push(line) });
   await eventually(() => lines.some((line) => line.includes("connected to")), 20_000, "the device connects");
   t.ok(
     lines.some((line) => line.includes(`this server supports tether-host ${above} or later; this is ${HOST_VERSION}`)),
@@ -159,8 +147,7 @@ t.test("the minimum version: told at hello, and an older device shows as outdate
   const page = await (await owner.get("/devices")).text();
   t.match(page, /badge-danger[^>]*>Outdated</);
   t.match(page, `Outdated: this server supports tether-host ${above} or later (this device runs tether-host/${HOST_VERSION})`);
-  stop.abort();
-  t.equal(await running, ExitCode.stopped);
+  t.equal(await oldBox.stop(), ExitCode.stopped);
 
   // Without a minimum, no device is outdated.
   const plain = await startHostServer(t, { env: { DOWNLOADS_DIR: await tempDir(t) } });
@@ -245,26 +232,19 @@ t.test(
     const install = () =>
       updateExecutable({ server: app.url, request: deviceRequest(), executable, version: HOST_VERSION, platform: PLATFORM, trustedKeys: offered.trusted, log });
     const { code } = await readJson(await owner.post("/api/host/pairing-codes"));
-    const stop = new AbortController();
-    const running = runHost({
+    const device = runDevice(t, {
       server: app.url,
-      tools: builtinTools,
-      roots: [dir],
-      configDir: path.join(dir, "cfg"),
+      root: dir,
       pairingCode: code,
       name: "failing-box",
-      handleSignals: false,
-      signal: stop.signal,
       log,
       updates: { policy: "auto", install, restartAfterUpdate: true },
     });
-    t.teardown(() => stop.abort());
     await eventually(async () => (await readJson(await owner.get("/api/host/devices"))).devices[0]?.lastUpdate?.ok === false, 20_000, "the failure reported");
     const listed = (await readJson(await owner.get("/api/host/devices"))).devices[0];
     t.match(listed, { online: true, lastUpdate: { ok: false, from: HOST_VERSION, to: NEXT, code: "UPDATE_SIZE_MISMATCH", trigger: "auto" } });
     t.match(lines.join("\n"), new RegExp(`update failed \\(UPDATE_SIZE_MISMATCH\\).*; ${HOST_VERSION.replace(/\./g, "\\.")} stays in place`));
     t.equal(await readFile(executable, "utf8"), old);
-    stop.abort();
-    t.equal(await running, ExitCode.stopped, "the host went on running, and stopped when asked");
+    t.equal(await device.stop(), ExitCode.stopped, "the host went on running, and stopped when asked");
   },
 );

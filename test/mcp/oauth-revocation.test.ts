@@ -8,7 +8,7 @@
 import t, { type Test } from "tap";
 import { mcpOAuthApi } from "../../src/plugins/mcp/oauth.js";
 import { startTestApp } from "../helpers/app.js";
-import { newUser, PASSWORD } from "../helpers/auth.js";
+import { latestResetToken, newUser, PASSWORD } from "../helpers/auth.js";
 import { eventually } from "../helpers/eventually.js";
 import { readJson, TestClient } from "../helpers/client.js";
 import { authoriseClient, callMcp, refreshed, refreshTokens, type OAuthClientTokens } from "../helpers/oauth.js";
@@ -35,13 +35,7 @@ async function assertCutOff(t: Test, client: OAuthClientTokens, what: string) {
 async function resetToken(email: string): Promise<string> {
   const requested = await new TestClient(url).post("/api/auth/request-password-reset", { email, redirectTo: "/reset-password" });
   if (requested.status !== 200) throw new Error(`request-password-reset: ${requested.status}`);
-  const row = await app.tetherDb
-    .selectFrom("verification")
-    .select("identifier")
-    .where("identifier", "like", "reset-password:%")
-    .orderBy("createdAt", "desc")
-    .executeTakeFirstOrThrow();
-  return row.identifier.slice("reset-password:".length);
+  return latestResetToken(app.tetherDb);
 }
 
 /**

@@ -4,6 +4,7 @@
  * broken link says so.
  */
 import t from "tap";
+import { latestResetToken } from "../helpers/auth.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { browserClient, startPagesApp, textOf } from "./support.js";
 
@@ -34,13 +35,7 @@ t.test("password reset: request a link, follow it, choose a new password, sign i
   t.equal(invalid.status, 400);
   t.match(await invalid.text(), /role="alert"/);
 
-  const row = await app.tetherDb
-    .selectFrom("verification")
-    .select("identifier")
-    .where("identifier", "like", "reset-password:%")
-    .orderBy("createdAt", "desc")
-    .executeTakeFirstOrThrow();
-  const token = row.identifier.slice("reset-password:".length);
+  const token = await latestResetToken(app.tetherDb);
   // The link sendResetPassword delivers: better-auth checks the token and redirects to our form.
   const link = await client.get(`/api/auth/reset-password/${token}?callbackURL=${encodeURIComponent(`${url}/reset-password`)}`);
   t.equal(link.status, 302);

@@ -10,11 +10,10 @@ import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import t from "tap";
-import { ExitCode, runHost } from "../../../src/device/host.js";
-import { builtinTools } from "../../../src/tools/index.js";
+import { ExitCode } from "../../../src/device/host.js";
 import { TestClient, uniqueEmail } from "../../helpers/client.js";
 import { IN_CI } from "../../helpers/database.js";
-import { startHostServer } from "../../host/helpers.js";
+import { runDevice, startHostServer } from "../../host/helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.resolve(import.meta.dirname, "../../artifacts");
@@ -75,22 +74,7 @@ if (!existsSync(CHROMIUM)) {
     await shot("pair");
 
     // The device starts with that code; the page shows it online without a reload.
-    const stop = new AbortController();
-    const host = runHost({
-      server: server.url,
-      tools: builtinTools,
-      roots: [work],
-      configDir: path.join(work, "config"),
-      pairingCode: code!,
-      name: "ada-laptop",
-      handleSignals: false,
-      signal: stop.signal,
-      log: () => {},
-    });
-    t.teardown(async () => {
-      stop.abort();
-      await host;
-    });
+    const host = runDevice(t, { server: server.url, root: work, configDir: path.join(work, "config"), pairingCode: code!, name: "ada-laptop" });
     const device = page.locator(".device", { hasText: "ada-laptop" });
     await device.getByText("Online").waitFor({ timeout: 15_000 });
     t.ok(await device.getByText(work).isVisible(), "its root is listed");
@@ -153,8 +137,7 @@ if (!existsSync(CHROMIUM)) {
     await shot("applied");
 
     // Stopping the device shows it offline, live.
-    stop.abort();
-    t.equal(await host, ExitCode.stopped);
+    t.equal(await host.stop(), ExitCode.stopped);
     await device.getByText("Offline").waitFor({ timeout: 10_000 });
     await shot("offline");
     t.strictSame(problems, [], "no script errors or CSP violations");

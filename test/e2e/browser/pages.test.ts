@@ -9,7 +9,7 @@ import t, { type Test } from "tap";
 import { TestClient, uniqueEmail } from "../../helpers/client.js";
 import { IN_CI } from "../../helpers/database.js";
 import { startPagesApp } from "../../pages/support.js";
-import { makeSiteAdmin } from "../../helpers/auth.js";
+import { latestResetToken, makeSiteAdmin } from "../../helpers/auth.js";
 import { CHROMIUM, launchChromium } from "./support.js";
 
 const ARTIFACTS = path.resolve(import.meta.dirname, "../../artifacts");
@@ -260,13 +260,7 @@ async function browserTests(): Promise<void> {
     await page.getByRole("status").filter({ hasText: "we have sent it a link" }).waitFor();
     await shot(page, "forgot-password-sent");
 
-    const row = await app.tetherDb
-      .selectFrom("verification")
-      .select("identifier")
-      .where("identifier", "like", "reset-password:%")
-      .orderBy("createdAt", "desc")
-      .executeTakeFirstOrThrow();
-    const token = row.identifier.slice("reset-password:".length);
+    const token = await latestResetToken(app.tetherDb);
     // The link sendResetPassword delivers: better-auth checks it, then redirects to our form.
     await page.goto(`/api/auth/reset-password/${token}?callbackURL=${encodeURIComponent(`${url}/reset-password`)}`);
     t.match(page.url(), /\/reset-password\?token=/);
