@@ -9,9 +9,10 @@ import { HostError } from "../host/errors.js";
 import type { Proposal } from "../host/proposals.js";
 import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
-import { approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
+import { approvalElicitation, approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
 import {
+  APPROVAL_INPUT_KEY,
   createTaskResult,
   declaresTasks,
   requireTasks,
@@ -136,7 +137,8 @@ export function createMcpServer(context: McpServerContext): Server {
         await context.audit({ ...audited, proposalId: proposal.id, deviceId: proposal.deviceId });
         return proposalStatusResult(proposal, context.devicesURL);
       }
-      if (tasks && declaresTasks(ctx)) return await callAsTask(context, tasks, name, args, ctx.mcpReq.signal, audited);
+      if (tasks && declaresTasks(ctx))
+        return await callAsTask(context, tasks, name, args, { signal: ctx.mcpReq.signal, inputURL: supportsUrlElicitation(ctx) }, audited);
       const elicitURL = context.era === "modern" && context.approvalKey !== undefined && supportsUrlElicitation(ctx);
       const proposed = (proposal: Proposal, device: CalledDevice) =>
         elicitURL && context.approvalKey
@@ -160,14 +162,15 @@ function failureResult(error: unknown, context: McpServerContext, name: string):
 /**
  * A device tool called by a client that declares tasks: its result when it comes within
  * `answerWithinMs`, otherwise a task (tasks.ts) while the call goes on here, no longer tied to the
- * request. A mutate tool's proposal is a task that waits for the owner, whatever the client's elicitation.
+ * request. A mutate tool's proposal is a task that waits for the owner; `inputURL` (the client declared
+ * URL-mode elicitation) makes it ask the client, as `input_required`, to show the proposal's page.
  */
 async function callAsTask(
   context: McpServerContext,
   tasks: McpTasks,
   name: string,
   args: Record<string, unknown>,
-  signal: AbortSignal,
+  { signal, inputURL }: { signal: AbortSignal; inputURL: boolean },
   audited: AuditEntry,
 ): Promise<CallToolResult> {
   const controller = new AbortController();
@@ -187,11 +190,13 @@ async function callAsTask(
   });
   try {
     const early = await Promise.race([call, late]);
-    if (early && isProposed(early))
-      return createTaskResult(await tasks.forProposal(context.caller, name, early.proposal), waitingMessage(context, early.proposal.id));
+    if (early && isProposed(early)) {
+      const row = await tasks.forProposal(context.caller, name, early.proposal, inputURL);
+      return createTaskResult(row, { statusMessage: waitingMessage(context, early.proposal.id), ...(inputURL ? { status: "input_required" } : {}) });
+    }
     if (early) return early;
     signal.removeEventListener("abort", hangUp);
-    return createTaskResult(await tasks.forRun(context.caller, name, call, controller));
+    return createTaskResult(await tasks.forRun(context.caller, name, call, controller, inputURL));
   } finally {
     clearTimeout(timer);
     signal.removeEventListener("abort", hangUp);
@@ -210,10 +215,11 @@ function registerTaskHandlers(server: Server, context: McpServerContext, tasks: 
     requireTasks(ctx);
     return { ...(await detailedTask(context, await tasks.find(context.caller, taskId))) };
   });
-  // Tether's tasks never ask the client for input: an answer is acknowledged and ignored, as the extension asks.
+  // The only input a task asks for is the approval URL's; any other answer is acknowledged and ignored.
+  // `inputResponses` is a reserved request field at 2026-07-28: the SDK lifts it into `ctx.mcpReq`.
   server.setRequestHandler("tasks/update", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
     requireTasks(ctx);
-    await tasks.find(context.caller, taskId);
+    await tasks.answer(context.caller, taskId, ctx.mcpReq.inputResponses ?? {});
     return {};
   });
   server.setRequestHandler("tasks/cancel", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
@@ -227,6 +233,11 @@ function registerTaskHandlers(server: Server, context: McpServerContext, tasks: 
 async function detailedTask(context: McpServerContext, row: TaskRow): Promise<TaskView> {
   if (!row.proposal_id || row.status === "cancelled") return taskView(row);
   const proposal = await context.host.proposal(context.caller.userId, row.proposal_id, context.caller.deviceIds);
+  // Until the client answers, a task that asks shows the approval URL as its input request.
+  if (proposal.status === "pending" && row.input_url && !row.input_answered_at) {
+    const inputRequests = { [APPROVAL_INPUT_KEY]: approvalElicitation(proposal, context.devicesURL, "answer: the task completes when the owner has decided") };
+    return taskView(row, { status: "input_required", statusMessage: waitingMessage(context, proposal.id), inputRequests });
+  }
   if (proposal.status === "pending" || proposal.status === "applying")
     return taskView(row, { status: "working", statusMessage: waitingMessage(context, proposal.id) });
   const result = proposalStatusResult(proposal, context.devicesURL);
