@@ -9,22 +9,10 @@ import { HostError } from "../host/errors.js";
 import type { Proposal } from "../host/proposals.js";
 import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
-import { approvalElicitation, approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
+import { approvalVerifier, askForApproval, supportsUrlElicitation, type ApprovalState } from "./approval.js";
+import { detailedTask, waitingMessage } from "./task-views.js";
 import type { McpCaller } from "./credentials.js";
-import {
-  APPROVAL_INPUT_KEY,
-  createTaskResult,
-  declaresTasks,
-  requireTasks,
-  TASK_CALL_TIMEOUT_MS,
-  TASKS_EXTENSION,
-  taskView,
-  isProposed,
-  type McpTasks,
-  type ProposedCall,
-  type TaskRow,
-  type TaskView,
-} from "./tasks.js";
+import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, isProposed, type McpTasks, type ProposedCall } from "./tasks.js";
 import { serveBlobResources } from "./blob-resources.js";
 import type { BlobService } from "../host/blobs/service.js";
 import type { ErrorOutput, RunOutput } from "./outputs.js";
@@ -192,7 +180,7 @@ async function callAsTask(
     const early = await Promise.race([call, late]);
     if (early && isProposed(early)) {
       const row = await tasks.forProposal(context.caller, name, early.proposal, inputURL);
-      return createTaskResult(row, { statusMessage: waitingMessage(context, early.proposal.id), ...(inputURL ? { status: "input_required" } : {}) });
+      return createTaskResult(row, { statusMessage: waitingMessage(context.devicesURL, early.proposal.id), ...(inputURL ? { status: "input_required" } : {}) });
     }
     if (early) return early;
     signal.removeEventListener("abort", hangUp);
@@ -201,10 +189,6 @@ async function callAsTask(
     clearTimeout(timer);
     signal.removeEventListener("abort", hangUp);
   }
-}
-
-function waitingMessage(context: McpServerContext, proposalId: string): string {
-  return `Proposed, not applied: waiting for the owner, who approves or rejects it at ${proposalURL(context.devicesURL, proposalId)}`;
 }
 
 const TaskIdParams = z.object({ taskId: z.string() });
@@ -226,27 +210,6 @@ function registerTaskHandlers(server: Server, context: McpServerContext, tasks: 
     requireTasks(ctx);
     await tasks.cancel(context.caller, taskId);
     return {};
-  });
-}
-
-/** A task as `tasks/get` shows it: a proposal's takes its status and result from the proposal. */
-async function detailedTask(context: McpServerContext, row: TaskRow): Promise<TaskView> {
-  if (!row.proposal_id || row.status === "cancelled") return taskView(row);
-  const proposal = await context.host.proposal(context.caller.userId, row.proposal_id, context.caller.deviceIds);
-  // Until the client answers, a task that asks shows the approval URL as its input request.
-  if (proposal.status === "pending" && row.input_url && !row.input_answered_at) {
-    const inputRequests = { [APPROVAL_INPUT_KEY]: approvalElicitation(proposal, context.devicesURL, "answer: the task completes when the owner has decided") };
-    return taskView(row, { status: "input_required", statusMessage: waitingMessage(context, proposal.id), inputRequests });
-  }
-  if (proposal.status === "pending" || proposal.status === "applying")
-    return taskView(row, { status: "working", statusMessage: waitingMessage(context, proposal.id) });
-  const result = proposalStatusResult(proposal, context.devicesURL);
-  const decided = proposal.finishedAt ?? proposal.decidedAt;
-  return taskView(row, {
-    status: "completed",
-    statusMessage: `The proposal is ${proposal.status}`,
-    ...(decided ? { lastUpdatedAt: new Date(decided).toISOString() } : {}),
-    result: { resultType: "complete", ...(proposal.status === "applied" ? result : { ...result, isError: true }) },
   });
 }
 

@@ -207,6 +207,19 @@ export class McpTasks {
     return row;
   }
 
+  /** The caller's own unexpired tasks among `taskIds` (what a `subscriptions/listen` stream may follow). */
+  async findOwn(caller: McpCaller, taskIds: string[]): Promise<TaskRow[]> {
+    if (taskIds.length === 0) return [];
+    return this.db
+      .selectFrom("mcp_task")
+      .selectAll()
+      .where("id", "in", taskIds)
+      .where("user_id", "=", caller.userId)
+      .where("credential", "=", caller.credentialKey)
+      .where("expires_at", ">", new Date())
+      .execute();
+  }
+
   /** Cancels the caller's task if it is still working (a call running here is aborted); a decided one stays as it is. */
   async cancel(caller: McpCaller, taskId: string): Promise<void> {
     const row = await this.find(caller, taskId);

@@ -8,6 +8,7 @@ import type { McpCaller } from "./credentials.js";
 import { createMcpServer } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
+import { serveTaskListen, wantsTaskNotifications } from "./task-listen.js";
 import type { McpTasks } from "./tasks.js";
 
 export interface McpTransportOptions {
@@ -104,6 +105,18 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   return async (request, reply, caller, lease) => {
     const webRequest = new Request(baseURL + request.url, { method: request.method, headers: protocolHeaders(request.headers) });
     if (request.method === "POST" && (claimsModernRevision(request) || !(await isLegacyRequest(webRequest, request.body)))) {
+      if (lease && wantsTaskNotifications(request.body)) {
+        return serveTaskListen(fastify, {
+          request,
+          reply,
+          caller,
+          lease,
+          tasks: options.tasks,
+          devicesURL: options.devicesURL,
+          recheckIntervalMs,
+          openStreams,
+        });
+      }
       if (lease) {
         const factory = (ctx: { authInfo?: AuthInfo; era: "legacy" | "modern" }) => serverFor(callerOf(ctx.authInfo), ctx.era);
         return serveListen(fastify, { request, reply, caller, authInfo: authInfoOf(caller), lease, webRequest, factory, recheckIntervalMs, openStreams });
