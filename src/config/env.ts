@@ -215,12 +215,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const dataDir = path.resolve(env.DATA_DIR?.trim() || "./data");
   const blobs = loadBlobConfig(env, dataDir, problems);
 
-  const cimd = {
-    enabled: env.MCP_CLIENT_ID_METADATA_DOCUMENTS?.trim() ? flag("MCP_CLIENT_ID_METADATA_DOCUMENTS") : true,
-    allowHosts: splitList(env.MCP_CIMD_ALLOW_HOSTS),
-    caFile: env.MCP_CIMD_CA_FILE?.trim() || undefined,
-  };
-
+  const cimd = loadCimdConfig(env, flag);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -246,6 +241,14 @@ export function loadConfig(env: Env = process.env): AppConfig {
     hostBuildOnStart,
     blobs,
     cimd,
+  };
+}
+
+function loadCimdConfig(env: Env, flag: (name: string) => boolean): AppConfig["cimd"] {
+  return {
+    enabled: env.MCP_CLIENT_ID_METADATA_DOCUMENTS?.trim() ? flag("MCP_CLIENT_ID_METADATA_DOCUMENTS") : true,
+    allowHosts: splitList(env.MCP_CIMD_ALLOW_HOSTS),
+    caFile: env.MCP_CIMD_CA_FILE?.trim() || undefined,
   };
 }
 
