@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import * as oauth from "oauth4webapi";
-import t from "tap";
+import t, { type Test } from "tap";
 import { signedIn, startHostServer } from "../host/helpers.js";
 import { connectV2 } from "./v2.js";
 
@@ -96,9 +96,8 @@ t.test("the authorization server metadata says documents are supported; registra
   t.ok(as.registration_endpoint, "dynamic registration stays for clients that use it");
 });
 
-t.test("oauth4webapi with a document client: authorize, consent, token, then /mcp", async (t) => {
-  documents.set("/agent.json", { body: document("/agent.json"), headers: { "cache-control": "max-age=300" } });
-  const clientId = `${origin}/agent.json`;
+/** oauth4webapi through the whole flow for the client at `clientId`: authorize, the owner's consent (checked by `t`), the token. */
+async function authorisedTokens(t: Test, clientId: string): Promise<oauth.TokenEndpointResponse> {
   const client: oauth.Client = { client_id: clientId };
   const { response, verifier, state } = await authorize(clientId);
   const consentAt = new URL(response.status === 200 ? ((await response.json()) as { url: string }).url : response.headers.get("location")!, url);
@@ -107,16 +106,17 @@ t.test("oauth4webapi with a document client: authorize, consent, token, then /mc
   t.match(await page.text(), /Document Agent/, "the consent page names the client as its document does");
   const consented = await owner.request("POST", "/oauth/consent", { form: { decision: "allow", oauth_query: consentAt.search.slice(1) } });
   t.equal(consented.status, 303);
-  const callback = new URL(consented.headers.get("location")!);
-  const params = oauth.validateAuthResponse(as, client, callback, state);
-  const tokens = await oauth.processAuthorizationCodeResponse(
-    as,
-    client,
-    await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, {
-      additionalParameters: { resource: `${url}/mcp` },
-      ...insecure,
-    }),
-  );
+  const params = oauth.validateAuthResponse(as, client, new URL(consented.headers.get("location")!), state);
+  const grant = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, {
+    additionalParameters: { resource: `${url}/mcp` },
+    ...insecure,
+  });
+  return oauth.processAuthorizationCodeResponse(as, client, grant);
+}
+
+t.test("oauth4webapi with a document client: authorize, consent, token, then /mcp", async (t) => {
+  documents.set("/agent.json", { body: document("/agent.json"), headers: { "cache-control": "max-age=300" } });
+  const tokens = await authorisedTokens(t, `${origin}/agent.json`);
   t.match(tokens, { token_type: /bearer/i, scope: /host:call/ });
   const mcp = await connectV2(t, url, tokens.access_token, "2026-07-28");
   const { tools } = await mcp.listTools();
@@ -125,6 +125,19 @@ t.test("oauth4webapi with a document client: authorize, consent, token, then /mc
     "the token works on /mcp",
   );
   t.equal(fetched.get("/agent.json"), 1, "fetched once: the document's max-age covers every later look-up");
+});
+
+t.test("a known client whose site goes down keeps working; a new authorization needs the document", async (t) => {
+  documents.set("/flaky.json", { body: document("/flaky.json"), headers: { "cache-control": "max-age=0" } });
+  const tokens = await authorisedTokens(t, `${origin}/flaky.json`);
+  documents.set("/flaky.json", { status: 500, body: {} });
+  const before = fetched.get("/flaky.json") ?? 0;
+  const mcp = await connectV2(t, url, tokens.access_token, "2026-07-28");
+  t.ok((await mcp.listTools()).tools.length > 0, "the token still works while the document cannot be fetched");
+  t.equal(fetched.get("/flaky.json"), before + 1, "asked once, then left alone for a minute");
+  const { response } = await authorize(`${origin}/flaky.json`);
+  t.equal(response.status, 400);
+  t.match(await response.text(), /HTTP 500/);
 });
 
 t.test("refusals: each a 4xx that names the problem, never a 500, and never a redirect to the client", async (t) => {

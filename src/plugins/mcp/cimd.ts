@@ -49,6 +49,9 @@ export const CIMD_PLUGIN_ID = "tether-cimd";
 /** A known client whose document could not be fetched again is tried again after this long. */
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
+/** An APIError's `error_description`, else the error's message. */
+const describe = (error: unknown) => (error as { body?: { error_description?: string } }).body?.error_description ?? String(error);
+
 const invalidClient = (description: string) => new APIError("BAD_REQUEST", { error: "invalid_client", error_description: description });
 
 /** The draft's rules for the URL itself (§3): https, a path, no fragment, no credentials, no dot segments. */
@@ -86,7 +89,8 @@ export function checkDocument(clientId: string, raw: unknown): OAuthClient {
 }
 
 interface CacheEntry {
-  metadata: OAuthClient;
+  /** None for a known client whose document could not be fetched again: it stays as stored until `freshUntil`. */
+  metadata?: OAuthClient;
   freshUntil: number;
 }
 
@@ -155,12 +159,12 @@ export function cimdResolver(options: CimdOptions = {}): CimdResolver {
     return fetching.finally(() => inFlight.delete(clientId));
   };
 
-  const fresh = (clientId: string) => {
+  const fresh = (clientId: string): CacheEntry | undefined => {
     const cached = cache.get(clientId);
-    return cached && cached.freshUntil > Date.now() ? cached.metadata : undefined;
+    return cached && cached.freshUntil > Date.now() ? cached : undefined;
   };
   const metadataFor = async (clientId: string, request: Request | undefined): Promise<OAuthClient> => {
-    const known = fresh(clientId) ?? (request ? perRequest.get(request)?.get(clientId) : undefined);
+    const known = fresh(clientId)?.metadata ?? (request ? perRequest.get(request)?.get(clientId) : undefined);
     if (known) return known;
     const metadata = await fetchDocument(clientId);
     if (request) perRequest.set(request, (perRequest.get(request) ?? new Map<string, OAuthClient>()).set(clientId, metadata));
@@ -174,7 +178,6 @@ export function cimdResolver(options: CimdOptions = {}): CimdResolver {
     resolve: async (ctx, clientId, existing) => {
       const problem = clientIdURLProblem(clientId);
       if (problem) throw invalidClient(problem);
-      const cached = cache.get(clientId);
       if (fresh(clientId) && existing) return existing;
       let metadata: OAuthClient;
       try {
@@ -182,8 +185,8 @@ export function cimdResolver(options: CimdOptions = {}): CimdResolver {
       } catch (error) {
         if (!existing) throw error;
         // Known already: kept as it is while its document cannot be fetched; tried again in a minute.
-        ctx.context.logger.warn(`client metadata document ${clientId} could not be refreshed: ${error instanceof Error ? error.message : String(error)}`);
-        remember(clientId, { metadata: cached?.metadata ?? ({} as OAuthClient), freshUntil: Date.now() + RETRY_AFTER_FAILURE_MS });
+        ctx.context.logger.warn(`client metadata document ${clientId} could not be refreshed: ${describe(error)}`);
+        remember(clientId, { freshUntil: Date.now() + RETRY_AFTER_FAILURE_MS });
         return existing;
       }
       const provider = ctx.context.getPlugin("oauth-provider") as { options: OAuthOptions<Scope[]> } | null;
