@@ -80,7 +80,11 @@ export async function serveTaskListen(fastify: FastifyInstance, listen: TaskList
   const honored = { ...(filter.toolsListChanged === true ? { toolsListChanged: true } : {}), ...(following.size > 0 ? { taskIds: [...following] } : {}) };
 
   const out = new PassThrough();
-  const frame = (payload: Record<string, unknown>) => out.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", ...payload })}\n\n`);
+  // A late refresh or keep-alive after the stream ended writes nothing (a write after end would throw).
+  out.on("error", () => {});
+  const frame = (payload: Record<string, unknown>) => {
+    if (!out.writableEnded && !out.destroyed) out.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", ...payload })}\n\n`);
+  };
   const notify = (method: string, params: Record<string, unknown>) => frame({ method, params: { ...params, _meta: { [SUBSCRIPTION_ID]: id } } });
   reply.code(200).header("content-type", "text/event-stream").header("cache-control", "no-cache, no-transform").header("x-accel-buffering", "no");
   notify("notifications/subscriptions/acknowledged", { notifications: honored });
@@ -98,7 +102,7 @@ export async function serveTaskListen(fastify: FastifyInstance, listen: TaskList
     return reply.send(out);
   }
   const followed = followTasks(fastify, context, tasks, following, (view) => notify("notifications/tasks", { ...view }));
-  const keepAlive = setInterval(() => out.write(": keepalive\n\n"), KEEP_ALIVE_MS);
+  const keepAlive = setInterval(() => !out.writableEnded && !out.destroyed && out.write(": keepalive\n\n"), KEEP_ALIVE_MS);
   keepAlive.unref();
   reply.raw.setTimeout(0);
   const close = watchStream(fastify, {
