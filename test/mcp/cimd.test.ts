@@ -7,6 +7,7 @@ import path from "node:path";
 import * as oauth from "oauth4webapi";
 import t, { type Test } from "tap";
 import { signedIn, startHostServer } from "../host/helpers.js";
+import { isPublicAddress } from "../../src/plugins/mcp/cimd-fetch.js";
 import { connectV2 } from "./v2.js";
 
 /**
@@ -188,4 +189,35 @@ t.test("no-store: the document is fetched again for the next authorization", asy
     t.ok(response.status === 200 || response.status === 302, `authorize ${i}: ${response.status}`);
   }
   t.equal(fetched.get("/fresh.json"), 2);
+});
+
+t.test("the address check: public addresses pass, every special-purpose range is refused", async (t) => {
+  for (const address of ["8.8.8.8", "1.1.1.1", "93.184.215.14", "2606:4700:4700::1111", "2001:4860:4860::8888"]) t.ok(isPublicAddress(address), address);
+  for (const address of [
+    "127.0.0.1",
+    "10.0.0.1",
+    "172.16.5.4",
+    "172.31.255.255",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "198.18.0.1",
+    "224.0.0.1",
+    "255.255.255.255",
+    "::1",
+    "::",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "fe80::1",
+    "fc00::1",
+    "fd12:3456::1",
+    "64:ff9b::a00:1",
+    "2002:a00:1::1",
+    "2001::1",
+    "2001:db8::1",
+    "ff02::1",
+    "not-an-address",
+  ])
+    t.notOk(isPublicAddress(address), address);
 });

@@ -8,7 +8,7 @@ import { BlockList, isIP, type LookupFunction } from "node:net";
  * (draft-ietf-oauth-client-id-metadata-document) and the MCP authorization spec ask:
  * - https only; GET with `Accept: application/json`; no redirect is followed (a 3xx is a refusal);
  * - the host is resolved once, and every address it resolves to must be public: loopback, private,
- *   link-local, CGNAT, documentation, multicast, reserved and their IPv6 counterparts (mapped, NAT64,
+ *   link-local, CGNAT, documentation, multicast, reserved and their IPv6 counterparts (IPv4-mapped, NAT64,
  *   6to4, Teredo, ULA) are refused; the connection is pinned to the checked address, so a second DNS
  *   answer cannot move it (DNS rebinding), while TLS still verifies the certificate for the host name;
  * - a deadline over the whole exchange, and a cap on the body (Content-Length and bytes read alike);
@@ -60,7 +60,6 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ["::", 128],
   ["::1", 128],
-  ["::ffff:0:0", 96],
   ["64:ff9b::", 96],
   ["64:ff9b:1::", 48],
   ["100::", 64],
@@ -77,7 +76,11 @@ for (const [network, prefix] of [
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return false;
-  return !NON_PUBLIC.check(address, family === 4 ? "ipv4" : "ipv6");
+  if (family === 4) return !NON_PUBLIC.check(address, "ipv4");
+  // IPv4-mapped IPv6 (::ffff:a.b.c.d) is refused whole: no public name needs it, and as a BlockList rule
+  // (::ffff:0:0/96) it would match every IPv4 address too.
+  if (new URL(`http://[${address}]`).hostname.startsWith("[::ffff:")) return false;
+  return !NON_PUBLIC.check(address, "ipv6");
 }
 
 /** The address to connect to: the host's, checked, unless the operator allowed the host. */
