@@ -20,6 +20,7 @@ import * as blobs from "./0120_blobs.js";
 import * as activityEventHostLinks from "./0140_activity_event_host_links.js";
 import * as credentialDeviceGrants from "./0150_credential_device_grants.js";
 import * as mcpTask from "./0170_mcp_task.js";
+import * as mcpTaskInput from "./0180_mcp_task_input.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -66,6 +67,7 @@ export const mcpMigrations: Record<string, Migration> = {
   "0040_mcp": mcp,
   "0041_oauth_provider": oauthProvider,
   "0170_mcp_task": mcpTask,
+  "0180_mcp_task_input": mcpTaskInput,
 };
 
 /** Every migration the example app runs. */

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import cookie from "@fastify/cookie";
 import formbody from "@fastify/formbody";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
@@ -206,7 +207,14 @@ function createAppAuth(options: BuildAppOptions, log: FastifyBaseLogger, activit
         expiresIn: config.deviceCodeExpiresIn,
         interval: config.devicePollInterval,
       }),
-      ...mcpOAuthPlugins({ resourceURL: `${config.baseURL}/mcp`, recordActivity: activity.record }),
+      ...mcpOAuthPlugins({
+        resourceURL: `${config.baseURL}/mcp`,
+        recordActivity: activity.record,
+        clientIdMetadataDocuments: config.cimd.enabled && {
+          allowHosts: config.cimd.allowHosts,
+          ...(config.cimd.caFile ? { ca: readFileSync(config.cimd.caFile, "utf8") } : {}),
+        },
+      }),
     ],
   });
 }

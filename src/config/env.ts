@@ -41,6 +41,12 @@ export interface AppConfig {
   hostBuildOnStart: boolean;
   /** Blobs (large and binary files): the store, retention, quota and URL lifetime (`BLOB_*`, `S3_*`; docs/blobs.md). */
   blobs: BlobConfig;
+  /**
+   * OAuth clients identified by Client ID Metadata Documents (`MCP_CLIENT_ID_METADATA_DOCUMENTS`, default on);
+   * hosts whose documents may be on private or loopback addresses (`MCP_CIMD_ALLOW_HOSTS`, default none) and
+   * a CA file trusted for them (`MCP_CIMD_CA_FILE`). docs/security.md says why both default closed.
+   */
+  cimd: { enabled: boolean; allowHosts: string[]; caFile: string | undefined };
 }
 
 /** See README, Configuration: `MAX_PENDING_PROPOSALS_PER_USER`, `…_PER_DEVICE`, `PROPOSAL_RETENTION`. */
@@ -209,6 +215,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const dataDir = path.resolve(env.DATA_DIR?.trim() || "./data");
   const blobs = loadBlobConfig(env, dataDir, problems);
 
+  const cimd = loadCimdConfig(env, flag);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port,
@@ -233,6 +240,15 @@ export function loadConfig(env: Env = process.env): AppConfig {
     minHostVersion,
     hostBuildOnStart,
     blobs,
+    cimd,
+  };
+}
+
+function loadCimdConfig(env: Env, flag: (name: string) => boolean): AppConfig["cimd"] {
+  return {
+    enabled: env.MCP_CLIENT_ID_METADATA_DOCUMENTS?.trim() ? flag("MCP_CLIENT_ID_METADATA_DOCUMENTS") : true,
+    allowHosts: splitList(env.MCP_CIMD_ALLOW_HOSTS),
+    caFile: env.MCP_CIMD_CA_FILE?.trim() || undefined,
   };
 }
 

@@ -301,4 +301,8 @@ export interface McpTaskTable {
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
   expires_at: Timestamp;
+  /** A proposal's task that asks the client to show the approval URL (`input_required`, migrations/0180). */
+  input_url: ColumnType<boolean, boolean | undefined, boolean>;
+  /** When the client answered that input request: the task is `working` from then until the owner decides. */
+  input_answered_at: Timestamp | null;
 }

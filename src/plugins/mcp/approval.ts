@@ -34,17 +34,23 @@ export function proposalURL(devicesURL: string, proposalId: string): string {
   return `${devicesURL.replace(/\/devices$/, "")}${proposalPath(proposalId)}`;
 }
 
+/**
+ * The URL elicitation that asks the owner to decide a proposal on its page (an `elicitation/create`
+ * request in URL mode, as `inputRequests` carry it); `then` says what the client does once the user is done.
+ */
+export function approvalElicitation(proposal: Pick<Proposal, "id" | "tool" | "deviceId">, devicesURL: string, then: string) {
+  const url = proposalURL(devicesURL, proposal.id);
+  return inputRequired.elicitUrl({
+    message: `Tether needs the owner's approval for ${proposal.tool} on device ${proposal.deviceId} (proposal ${proposal.id}): open ${url} to approve or reject it, then ${then}.`,
+    url,
+  });
+}
+
 /** `input_required`: the owner's approval, at the proposal's page; the state to echo on the retry. */
 export function askForApproval(key: SignedStateKey, caller: McpCaller, proposal: Proposal, devicesURL: string): InputRequiredResult {
   const state: ApprovalState = { u: caller.userId, c: caller.credentialKey, p: proposal.id, t: proposal.tool };
-  const url = proposalURL(devicesURL, proposal.id);
   return inputRequired({
-    inputRequests: {
-      approval: inputRequired.elicitUrl({
-        message: `Tether needs the owner's approval for ${proposal.tool} on device ${proposal.deviceId} (proposal ${proposal.id}): open ${url} to approve or reject it, then retry.`,
-        url,
-      }),
-    },
+    inputRequests: { approval: approvalElicitation(proposal, devicesURL, "retry") },
     requestState: signState(key, { ...state }, proposal.expiresAt),
   });
 }

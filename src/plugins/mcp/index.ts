@@ -5,6 +5,7 @@
  */
 export { mcpPlugin, type McpPluginOptions } from "./mcp-plugin.js";
 export { mcpOAuthPlugins, type McpOAuthOptions } from "./oauth.js";
+export type { CimdOptions } from "./cimd.js";
 export { mcpPages, mcpPublicPages } from "./pages.js";
 export type { TaskSettings } from "./tasks.js";
 export { createRateLimiter, type RateLimit, type RateLimiter } from "../host/rate-limit.js";

@@ -9,21 +9,10 @@ import { HostError } from "../host/errors.js";
 import type { Proposal } from "../host/proposals.js";
 import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
-import { approvalVerifier, askForApproval, proposalURL, supportsUrlElicitation, type ApprovalState } from "./approval.js";
+import { approvalVerifier, askForApproval, supportsUrlElicitation, type ApprovalState } from "./approval.js";
+import { detailedTask, waitingMessage } from "./task-views.js";
 import type { McpCaller } from "./credentials.js";
-import {
-  createTaskResult,
-  declaresTasks,
-  requireTasks,
-  TASK_CALL_TIMEOUT_MS,
-  TASKS_EXTENSION,
-  taskView,
-  isProposed,
-  type McpTasks,
-  type ProposedCall,
-  type TaskRow,
-  type TaskView,
-} from "./tasks.js";
+import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, isProposed, type McpTasks, type ProposedCall } from "./tasks.js";
 import { serveBlobResources } from "./blob-resources.js";
 import type { BlobService } from "../host/blobs/service.js";
 import type { ErrorOutput, RunOutput } from "./outputs.js";
@@ -153,7 +142,8 @@ export function toolCallHandler(context: McpServerContext) {
         await context.audit({ ...audited, proposalId: proposal.id, deviceId: proposal.deviceId });
         return proposalStatusResult(proposal, context.devicesURL);
       }
-      if (tasks && declaresTasks(ctx)) return await callAsTask(context, tasks, name, args, ctx.mcpReq.signal, audited);
+      if (tasks && declaresTasks(ctx))
+        return await callAsTask(context, tasks, name, args, { signal: ctx.mcpReq.signal, inputURL: supportsUrlElicitation(ctx) }, audited);
       const elicitURL = context.era === "modern" && context.approvalKey !== undefined && supportsUrlElicitation(ctx);
       const proposed = (proposal: Proposal, device: CalledDevice) =>
         elicitURL && context.approvalKey
@@ -175,14 +165,15 @@ function failureResult(error: unknown, context: McpServerContext, name: string):
 /**
  * A device tool called by a client that declares tasks: its result when it comes within
  * `answerWithinMs`, otherwise a task (tasks.ts) while the call goes on here, no longer tied to the
- * request. A mutate tool's proposal is a task that waits for the owner, whatever the client's elicitation.
+ * request. A mutate tool's proposal is a task that waits for the owner; `inputURL` (the client declared
+ * URL-mode elicitation) makes it ask the client, as `input_required`, to show the proposal's page.
  */
 async function callAsTask(
   context: McpServerContext,
   tasks: McpTasks,
   name: string,
   args: Record<string, unknown>,
-  signal: AbortSignal,
+  { signal, inputURL }: { signal: AbortSignal; inputURL: boolean },
   audited: AuditEntry,
 ): Promise<CallToolResult> {
   const controller = new AbortController();
@@ -202,19 +193,17 @@ async function callAsTask(
   });
   try {
     const early = await Promise.race([call, late]);
-    if (early && isProposed(early))
-      return createTaskResult(await tasks.forProposal(context.caller, name, early.proposal), waitingMessage(context, early.proposal.id));
+    if (early && isProposed(early)) {
+      const row = await tasks.forProposal(context.caller, name, early.proposal, inputURL);
+      return createTaskResult(row, { statusMessage: waitingMessage(context.devicesURL, early.proposal.id), ...(inputURL ? { status: "input_required" } : {}) });
+    }
     if (early) return early;
     signal.removeEventListener("abort", hangUp);
-    return createTaskResult(await tasks.forRun(context.caller, name, call, controller));
+    return createTaskResult(await tasks.forRun(context.caller, name, call, controller, inputURL));
   } finally {
     clearTimeout(timer);
     signal.removeEventListener("abort", hangUp);
   }
-}
-
-function waitingMessage(context: McpServerContext, proposalId: string): string {
-  return `Proposed, not applied: waiting for the owner, who approves or rejects it at ${proposalURL(context.devicesURL, proposalId)}`;
 }
 
 const TaskIdParams = z.object({ taskId: z.string() });
@@ -225,32 +214,17 @@ function registerTaskHandlers(server: Server, context: McpServerContext, tasks: 
     requireTasks(ctx);
     return { ...(await detailedTask(context, await tasks.find(context.caller, taskId))) };
   });
-  // Tether's tasks never ask the client for input: an answer is acknowledged and ignored, as the extension asks.
+  // The only input a task asks for is the approval URL's; any other answer is acknowledged and ignored.
+  // `inputResponses` is a reserved request field at 2026-07-28: the SDK lifts it into `ctx.mcpReq`.
   server.setRequestHandler("tasks/update", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
     requireTasks(ctx);
-    await tasks.find(context.caller, taskId);
+    await tasks.answer(context.caller, taskId, ctx.mcpReq.inputResponses ?? {});
     return {};
   });
   server.setRequestHandler("tasks/cancel", { params: TaskIdParams }, async ({ taskId }, ctx: ServerContext) => {
     requireTasks(ctx);
     await tasks.cancel(context.caller, taskId);
     return {};
-  });
-}
-
-/** A task as `tasks/get` shows it: a proposal's takes its status and result from the proposal. */
-async function detailedTask(context: McpServerContext, row: TaskRow): Promise<TaskView> {
-  if (!row.proposal_id || row.status === "cancelled") return taskView(row);
-  const proposal = await context.host.proposal(context.caller.userId, row.proposal_id, context.caller.deviceIds);
-  if (proposal.status === "pending" || proposal.status === "applying")
-    return taskView(row, { status: "working", statusMessage: waitingMessage(context, proposal.id) });
-  const result = proposalStatusResult(proposal, context.devicesURL);
-  const decided = proposal.finishedAt ?? proposal.decidedAt;
-  return taskView(row, {
-    status: "completed",
-    statusMessage: `The proposal is ${proposal.status}`,
-    ...(decided ? { lastUpdatedAt: new Date(decided).toISOString() } : {}),
-    result: { resultType: "complete", ...(proposal.status === "applied" ? result : { ...result, isError: true }) },
   });
 }
 

@@ -9,13 +9,15 @@ import { OFFLINE_ACCESS_SCOPE, SCOPES } from "../session/scopes.js";
 import type { McpCaller, OAuthVerifier } from "./credentials.js";
 import { VERIFIER_ID, verifierPlugin, type ConsentRequest, type McpGrant } from "./oauth-endpoints.js";
 import { oauthRevocation } from "./oauth-revocation.js";
+import { cimdPlugin, type CimdOptions } from "./cimd.js";
 import * as store from "./store.js";
 
 export type { ConsentRequest, McpGrant };
 
 /**
  * OAuth for MCP clients that cannot paste a token, through better-auth's OAuth 2.1 provider plugin:
- * authorization-server metadata, open dynamic client registration (RFC 7591, as MCP clients expect),
+ * authorization-server metadata, Client ID Metadata Documents (cimd.ts) beside open dynamic client
+ * registration (RFC 7591, as older MCP clients expect),
  * PKCE (always, S256), and access tokens bound to the /mcp resource (RFC 8707) carrying only
  * `host:call`. Tokens are opaque rows, so revoking a grant or a token takes effect on the next request.
  *
@@ -34,6 +36,8 @@ export interface McpOAuthOptions {
   accessTokenExpiresIn?: number;
   /** Where consents given and revoked go (the activity log's writer); nowhere when omitted. */
   recordActivity?: (entry: ActivityEntry) => void;
+  /** Client ID Metadata Documents (cimd.ts): on by default; `false` turns them off. */
+  clientIdMetadataDocuments?: CimdOptions | false;
 }
 
 /**
@@ -58,7 +62,8 @@ export function mcpOAuthPlugins(options: McpOAuthOptions): BetterAuthPlugin[] {
     accessTokenExpiresIn: options.accessTokenExpiresIn ?? 3600,
   });
   const record = options.recordActivity ?? (() => {});
-  return [provider, verifierPlugin(provider.options, record), oauthRevocation(record)];
+  const cimd = options.clientIdMetadataDocuments === false ? [] : [cimdPlugin(options.clientIdMetadataDocuments)];
+  return [provider, ...cimd, verifierPlugin(provider.options, record), oauthRevocation(record)];
 }
 
 /** The verifier plugin's server-only endpoints, typed (plugins passed as a list lose their types). */

@@ -12,7 +12,10 @@ import type { McpCaller } from "./credentials.js";
  *   which writes its result into the row when it ends (a row still `working` past `run_deadline`
  *   belonged to a replica that stopped: the task has failed);
  * - a mutate tool's task names its proposal and takes its status from it: working while the owner
- *   has not decided, then the proposal's outcome.
+ *   has not decided, then the proposal's outcome. For a client that declared URL-mode elicitation on
+ *   the call, the task is first `input_required`, its one input request (key `approval`, never asked
+ *   again once answered) the URL of the proposal's page; the client's answer (`tasks/update`) only
+ *   says it showed the page: the task is `working` again until the owner decides there.
  * A task belongs to the user and the credential that started it: for anyone else it does not exist.
  * It is kept `ttlMs` from its start (a proposal's task: until the proposal expires, plus `ttlMs`),
  * then it is as unknown as a task that never was, and its row is purged on a later task's creation.
@@ -46,7 +49,12 @@ export interface TaskView {
   pollIntervalMs: number;
   result?: Record<string, unknown>;
   error?: { code: number; message: string };
+  /** `input_required`: the requests the client answers with `tasks/update`, by key. */
+  inputRequests?: Record<string, unknown>;
 }
+
+/** The key of a proposal's task's one input request (the approval URL): unique over the task's life. */
+export const APPROVAL_INPUT_KEY = "approval";
 
 export type TaskRow = Selectable<McpTaskTable>;
 
@@ -101,8 +109,8 @@ export function taskView(row: TaskRow, derived: Partial<TaskView> = {}): TaskVie
  * `tools/call`'s `CreateTaskResult`: the seed state of the task. The SDK, which passes a `resultType`
  * it does not know through on `tools/call`, has no type for it: it is typed as the call's result.
  */
-export function createTaskResult(row: TaskRow, statusMessage?: string): CallToolResult {
-  const { result: _result, error: _error, ...task } = taskView(row, statusMessage ? { statusMessage } : {});
+export function createTaskResult(row: TaskRow, derived: Partial<TaskView> = {}): CallToolResult {
+  const { result: _result, error: _error, inputRequests: _inputRequests, ...task } = taskView(row, derived);
   return { resultType: "task", ...task } as unknown as CallToolResult;
 }
 
@@ -128,12 +136,13 @@ export class McpTasks {
    * is returned. When the call ends its result is written into the row; a mutate tool's call that
    * ends in a proposal turns the task into the proposal's.
    */
-  async forRun(caller: McpCaller, tool: string, call: Promise<CallToolResult | ProposedCall>, controller: AbortController): Promise<TaskRow> {
+  async forRun(caller: McpCaller, tool: string, call: Promise<CallToolResult | ProposedCall>, controller: AbortController, inputURL = false): Promise<TaskRow> {
     const now = Date.now();
     const row = await this.insert(caller, tool, now, {
       poll_interval_ms: POLL_INTERVAL_MS.run,
       run_deadline: new Date(now + TASK_CALL_TIMEOUT_MS + RUN_GRACE_MS),
       expires_at: new Date(now + this.ttlMs),
+      input_url: inputURL,
     });
     this.running.set(row.id, controller);
     void call
@@ -153,9 +162,26 @@ export class McpTasks {
   }
 
   /** A task for a proposal waiting for its owner: kept until the proposal expires, and `ttlMs` more. */
-  async forProposal(caller: McpCaller, tool: string, proposal: ProposedCall["proposal"]): Promise<TaskRow> {
+  async forProposal(caller: McpCaller, tool: string, proposal: ProposedCall["proposal"], inputURL = false): Promise<TaskRow> {
     const { proposal_id, poll_interval_ms, expires_at } = this.proposalFields(proposal);
-    return this.insert(caller, tool, Date.now(), { proposal_id, poll_interval_ms, expires_at });
+    return this.insert(caller, tool, Date.now(), { proposal_id, poll_interval_ms, expires_at, input_url: inputURL });
+  }
+
+  /**
+   * `tasks/update`: an answer to the task's outstanding approval request marks it answered (whatever
+   * the action: the owner decides on Tether, never the client). Answers to any other key, or to one
+   * already answered, are ignored, as the extension asks.
+   */
+  async answer(caller: McpCaller, taskId: string, inputResponses: Record<string, unknown>): Promise<void> {
+    const row = await this.find(caller, taskId);
+    if (!row.input_url || row.input_answered_at || !Object.hasOwn(inputResponses, APPROVAL_INPUT_KEY)) return;
+    const now = new Date();
+    await this.db
+      .updateTable("mcp_task")
+      .set({ input_answered_at: now, updated_at: now })
+      .where("id", "=", row.id)
+      .where("input_answered_at", "is", null)
+      .execute();
   }
 
   private proposalFields(proposal: ProposedCall["proposal"]) {
@@ -181,6 +207,19 @@ export class McpTasks {
     return row;
   }
 
+  /** The caller's own unexpired tasks among `taskIds` (what a `subscriptions/listen` stream may follow). */
+  async findOwn(caller: McpCaller, taskIds: string[]): Promise<TaskRow[]> {
+    if (taskIds.length === 0) return [];
+    return this.db
+      .selectFrom("mcp_task")
+      .selectAll()
+      .where("id", "in", taskIds)
+      .where("user_id", "=", caller.userId)
+      .where("credential", "=", caller.credentialKey)
+      .where("expires_at", ">", new Date())
+      .execute();
+  }
+
   /** Cancels the caller's task if it is still working (a call running here is aborted); a decided one stays as it is. */
   async cancel(caller: McpCaller, taskId: string): Promise<void> {
     const row = await this.find(caller, taskId);
@@ -203,7 +242,7 @@ export class McpTasks {
     caller: McpCaller,
     tool: string,
     now: number,
-    fields: { poll_interval_ms: number; expires_at: Date; run_deadline?: Date; proposal_id?: string },
+    fields: { poll_interval_ms: number; expires_at: Date; run_deadline?: Date; proposal_id?: string; input_url?: boolean },
   ): Promise<TaskRow> {
     // Expired tasks are unknown already; their rows go here, a few at a time, off no one's read path.
     await this.db

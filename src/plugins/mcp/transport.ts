@@ -9,6 +9,7 @@ import { fastToolCall, serveFastToolCall } from "./fast-call.js";
 import { createMcpServer, type McpServerContext } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
+import { serveTaskListen, wantsTaskNotifications } from "./task-listen.js";
 import type { McpTasks } from "./tasks.js";
 
 export interface McpTransportOptions {
@@ -109,6 +110,18 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
     if (fast) return serveFastToolCall(fast, contextFor(caller, "modern"), request, reply);
     const webRequest = new Request(baseURL + request.url, { method: request.method, headers: protocolHeaders(request.headers) });
     if (request.method === "POST" && (claimsModernRevision(request) || !(await isLegacyRequest(webRequest, request.body)))) {
+      if (lease && wantsTaskNotifications(request.body)) {
+        return serveTaskListen(fastify, {
+          request,
+          reply,
+          caller,
+          lease,
+          tasks: options.tasks,
+          devicesURL: options.devicesURL,
+          recheckIntervalMs,
+          openStreams,
+        });
+      }
       if (lease) {
         const factory = (ctx: { authInfo?: AuthInfo; era: "legacy" | "modern" }) => serverFor(callerOf(ctx.authInfo), ctx.era);
         return serveListen(fastify, { request, reply, caller, authInfo: authInfoOf(caller), lease, webRequest, factory, recheckIntervalMs, openStreams });
