@@ -4,7 +4,7 @@ import t from "tap";
 import { buildApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import type { DatabaseHandle } from "../../src/db/connect.js";
-import { freePort, startTestApp, TEST_SECRET } from "../helpers/app.js";
+import { closeListening, freePort, startTestApp, TEST_SECRET } from "../helpers/app.js";
 import { readJson, TestClient } from "../helpers/client.js";
 import { afterSqlChange, bare, bearer, cookieOf, mintToken, newUser, PASSWORD, sessionSetCookie } from "../helpers/auth.js";
 import { eventually } from "../helpers/eventually.js";
@@ -177,7 +177,7 @@ t.test("laziness: no query until asked, one query however often asked", async (t
       return { same: first === second, userId: first?.user.id ?? null };
     });
     await app.listen({ port, host: "127.0.0.1" });
-    t.teardown(() => app.close());
+    t.teardown(() => closeListening(app));
     return appUrl;
   }
   const count = async (appUrl: string, path: string, headers: Record<string, string>) => {

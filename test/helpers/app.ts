@@ -1,3 +1,4 @@
+import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
 import type { Test } from "tap";
 import { buildApp, type App } from "../../src/app.js";
@@ -46,14 +47,21 @@ export async function startTestApp(t: Test, options: TestAppOptions = {}): Promi
   const close = async () => {
     if (closed) return;
     closed = true;
-    // A client that left a response unread (a large page, a stream it stopped following) holds its socket, and
-    // Fastify's close waits for it: up to a minute in a process that runs many files. A second's grace, then
-    // the remaining sockets are cut, as a process exit would.
-    const cut = setTimeout(() => app.server.closeAllConnections(), 1_000);
-    await app.close().finally(() => clearTimeout(cut));
+    await closeListening(app);
     redis?.disconnect();
     if (ownDatabase) await database.close();
   };
   t.teardown(close);
   return { app, url, database, redis, close };
+}
+
+/**
+ * Closes an app that listens, as a test's teardown should. A client that left a response unread (a large page, a
+ * stream it stopped following, a body it cancelled) holds its socket, and Fastify's close waits for it: up to its
+ * 72 s keep-alive timeout (measured: 70 s for one file of the plugins area). A second's grace, then the remaining
+ * sockets are cut, as a process exit would.
+ */
+export async function closeListening(app: FastifyInstance): Promise<void> {
+  const cut = setTimeout(() => app.server.closeAllConnections(), 1_000);
+  await app.close().finally(() => clearTimeout(cut));
 }

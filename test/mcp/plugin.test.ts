@@ -13,7 +13,7 @@ import { hostPlugin } from "../../src/plugins/host/index.js";
 import { mcpPlugin } from "../../src/plugins/mcp/index.js";
 import * as store from "../../src/plugins/mcp/store.js";
 import { sessionPlugin } from "../../src/plugins/session/index.js";
-import { freePort, TEST_SECRET } from "../helpers/app.js";
+import { closeListening, freePort, TEST_SECRET } from "../helpers/app.js";
 import { openTestDatabase } from "../helpers/database.js";
 import { openTool, ScriptedDevice, statTool, writeTool } from "../host/helpers.js";
 import { textOf } from "./helpers.js";
@@ -49,7 +49,7 @@ t.test("it names what it needs: without the host plugin it refuses to load", asy
 t.test("alone, with its dependencies: token auth, device tools, the action switch", async (t) => {
   const app = await bareApp(true);
   await app.listen({ port, host: "127.0.0.1" });
-  t.teardown(() => app.close());
+  t.teardown(() => closeListening(app));
 
   const signUp = await auth.api.signUpEmail({ body: { name: "Bare", email: "bare@example.com", password: "correct horse battery" } });
   const userId = signUp.user.id;

@@ -2,7 +2,7 @@ import type { Test } from "tap";
 import { buildApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import type { GuardedPagePlugin } from "../../src/web/index.js";
-import { freePort, TEST_SECRET } from "../helpers/app.js";
+import { closeListening, freePort, TEST_SECRET } from "../helpers/app.js";
 import { TestClient } from "../helpers/client.js";
 import { openTestDatabase } from "../helpers/database.js";
 
@@ -23,7 +23,7 @@ export async function startPagesApp(t: Test, options: { env?: Record<string, str
   const app = await buildApp({ config, db: database.db, secret: TEST_SECRET, ...(options.guardedPages ? { guardedPages: options.guardedPages } : {}) });
   await app.listen({ port, host: "127.0.0.1" });
   t.teardown(async () => {
-    await app.close();
+    await closeListening(app);
     await database.close();
   });
   return { app, url };

@@ -25,7 +25,7 @@ import { assetsPlugin } from "../../src/web/assets.js";
 import { guardedPagesPlugin } from "../../src/web/guard.js";
 import { pagesPlugin } from "../../src/web/index.js";
 import { renderPlugin } from "../../src/web/render.js";
-import { freePort, TEST_SECRET } from "../helpers/app.js";
+import { closeListening, freePort, TEST_SECRET } from "../helpers/app.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
 import { openTestDatabase } from "../helpers/database.js";
 
@@ -143,7 +143,7 @@ export async function bareFastify(t: Test, dependencies: string[], leaveOut?: st
   const db = stores ? (await fileDatabase()).db : (undefined as unknown as BareApp["db"]);
   const auth = stores ? createAuth({ db, baseURL: url, secret: TEST_SECRET, plugins: options.authPlugins?.(url, db) ?? [] }) : (undefined as unknown as Auth);
   const app = Fastify();
-  t.teardown(() => app.close().catch(() => {}));
+  t.teardown(() => closeListening(app).catch(() => {}));
   for (const name of ORDER) {
     if (!wanted.has(name)) continue;
     const { plugin, options } = PROVIDERS[name];
