@@ -5,6 +5,7 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { ParallelFileWriter } from "./file-writer.js";
 import { MeasuredBody } from "./measured-body.js";
+import { removeStaleFiles, UNFINISHED_STORE_FILE } from "./stale-files.js";
 import { BLOB_ID, BlobError, type BlobStore } from "./store.js";
 
 /**
@@ -73,6 +74,7 @@ export function createEmbeddedBlobStore(dir: string): BlobStore {
       });
       for (const name of names) if (BLOB_ID.test(name)) yield name;
     },
+    sweepUnfinished: (olderThanMs) => removeStaleFiles(tmp, UNFINISHED_STORE_FILE, olderThanMs),
     async stat(id) {
       const info = await stat(fileOf(id)).catch(() => undefined);
       return info ? { size: info.size } : undefined;
