@@ -178,6 +178,9 @@ export async function benchBlobs(): Promise<void> {
         client: (client.user + client.system) / 1e6,
       };
     };
+    const beforeUpload = { server: await memoryMb(server.pid!), device: await memoryMb(device.pid!) };
+    await resetPeak(server.pid!);
+    await resetPeak(device.pid!);
     const uploadCpuStart = await cpuOf();
     const uploadStarted = performance.now();
     const oneByte = await fetch(uploadOnly.url, { headers: { range: "bytes=0-0" } });
@@ -185,6 +188,7 @@ export async function benchBlobs(): Promise<void> {
     if (oneByte.status !== 206) throw new Error(`the range request answered ${oneByte.status}`);
     const upload = { seconds: (performance.now() - uploadStarted) / 1000, bytes: MB * 1024 * 1024 };
     const uploadCpu = await cpuSince(uploadCpuStart);
+    const afterUpload = { server: await memoryMb(server.pid!), device: await memoryMb(device.pid!) };
 
     const hashStarted = performance.now();
     const read = { result: { blob: await makeHandle() } };
@@ -229,12 +233,9 @@ export async function benchBlobs(): Promise<void> {
     console.log(`  CPU s per GiB, upload alone: ${cpuLine(uploadCpu)}`);
     console.log(`  CPU s per GiB, first fetch:  ${cpuLine(firstCpu)}`);
     console.log(`  CPU s per GiB, nginx: client ${perGiB((nginxClientCpu.user + nginxClientCpu.system) / 1e6)} (nginx itself sends with sendfile)`);
-    console.log(
-      `  server RSS ${fmt(before.server.rss)} MB before, peak ${fmt(after.server.peak)} MB during the first fetch (+${fmt(after.server.peak - before.server.rss)} MB)`,
-    );
-    console.log(
-      `  device RSS ${fmt(before.device.rss)} MB before, peak ${fmt(after.device.peak)} MB during the first fetch (+${fmt(after.device.peak - before.device.rss)} MB)`,
-    );
+    const growth = (was: { rss: number }, now: { peak: number }) => `${fmt(was.rss)} MB before, peak ${fmt(now.peak)} MB (+${fmt(now.peak - was.rss)} MB)`;
+    console.log(`  server RSS, upload alone: ${growth(beforeUpload.server, afterUpload.server)}; first fetch: ${growth(before.server, after.server)}`);
+    console.log(`  device RSS, upload alone: ${growth(beforeUpload.device, afterUpload.device)}; first fetch: ${growth(before.device, after.device)}`);
   } finally {
     for (const child of children.reverse()) await stopProcess(child);
     await rm(work, { recursive: true, force: true });
