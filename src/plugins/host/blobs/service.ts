@@ -269,7 +269,11 @@ function deviceFetches(db: Kysely<Database>) {
     if (!attempt) {
       const run = fetcher;
       attempt = (async () => {
-        await run(blob);
+        await run(blob).catch(async (error: unknown) => {
+          // Another replica's upload may have completed the blob meanwhile (this attempt's URL then finds it
+          // complete, and the device reports a refusal): the bytes are there, serve them.
+          if (!(await repo.findBlob(db, blob.id))?.complete) throw error;
+        });
         const fresh = await repo.findBlob(db, blob.id);
         if (!fresh?.complete) throw new BlobError("BLOB_INCOMPLETE", "The device did not finish uploading this blob; ask for it again to start over");
         return fresh;
