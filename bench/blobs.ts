@@ -5,6 +5,8 @@
  * read from /proc before and at its peak (VmHWM) so the growth a transfer causes is printed too.
  * `BENCH_BLOB_MB` sets the size (default 1024, the issue's 1 GiB). nginx is /usr/sbin/nginx (Debian's
  * nginx-light), started on a free port with its own prefix and configuration, stopped by its PID.
+ * The device is the real executable (`npm run build:host`, rebuilt only when stale), as users run it; the
+ * processes' CPU seconds per transfer are printed too (on a shared machine they vary less than throughput).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -12,6 +14,7 @@ import { chmod, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/pr
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildHost } from "../scripts/build-host.js";
 import { freePort } from "../test/helpers/replica-process.js";
 import { fmt } from "./autocannon.js";
 
@@ -33,6 +36,12 @@ async function memoryMb(pid: number): Promise<{ rss: number; peak: number }> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
   return { rss: kb("VmRSS") / 1024, peak: kb("VmHWM") / 1024 };
+}
+
+/** CPU seconds (user + system, every thread) a process has used so far. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Resets a process's peak (VmHWM) to its current RSS, so the next peak is the transfer's. */
@@ -108,7 +117,7 @@ export async function benchBlobs(): Promise<void> {
         LOG_LEVEL: "warn",
         // The device's upload of the whole file is one request: give it room.
         REQUEST_TIMEOUT_MS: "600000",
-        BLOB_QUOTA_MB: String(MB * 2),
+        BLOB_QUOTA_MB: String(MB * 3),
       },
       stdio: ["ignore", "ignore", "pipe"],
     });
@@ -131,7 +140,8 @@ export async function benchBlobs(): Promise<void> {
         ...(json ? { body: JSON.stringify(json) } : {}),
       });
     const { code } = (await (await owner("POST", "/api/host/pairing-codes")).json()) as { code: string };
-    const device = spawn(process.execPath, ["--import", "tsx", "bin/host.ts"], {
+    const { executable } = await buildHost({ ifStale: true, log: () => {} });
+    const device = spawn(executable, [], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -149,17 +159,47 @@ export async function benchBlobs(): Promise<void> {
     await waitFor("the device to connect", async () => /connected to/.test(deviceLog));
     const { devices } = (await (await owner("GET", "/api/host/devices")).json()) as { devices: { id: string }[] };
 
+    const makeHandle = async () => {
+      const read = (await (
+        await owner("POST", "/api/host/calls", { deviceId: devices[0]!.id, tool: "read_file", input: { path: "big.bin" }, timeoutMs: 600_000 })
+      ).json()) as { result: { blob?: { url: string; size: number } } };
+      if (!read.result.blob) throw new Error(`no blob handle in ${JSON.stringify(read).slice(0, 300)}`);
+      return read.result.blob;
+    };
+    // The device's upload alone (device → server's store, nothing streamed on): a one-byte range of a fresh
+    // handle, which waits for the whole upload before it is served.
+    const uploadOnly = await makeHandle();
+    const cpuOf = async () => ({ server: await cpuSeconds(server.pid!), device: await cpuSeconds(device.pid!), client: process.cpuUsage() });
+    const cpuSince = async (start: Awaited<ReturnType<typeof cpuOf>>) => {
+      const client = process.cpuUsage(start.client);
+      return {
+        server: (await cpuSeconds(server.pid!)) - start.server,
+        device: (await cpuSeconds(device.pid!)) - start.device,
+        client: (client.user + client.system) / 1e6,
+      };
+    };
+    const beforeUpload = { server: await memoryMb(server.pid!), device: await memoryMb(device.pid!) };
+    await resetPeak(server.pid!);
+    await resetPeak(device.pid!);
+    const uploadCpuStart = await cpuOf();
+    const uploadStarted = performance.now();
+    const oneByte = await fetch(uploadOnly.url, { headers: { range: "bytes=0-0" } });
+    await oneByte.arrayBuffer();
+    if (oneByte.status !== 206) throw new Error(`the range request answered ${oneByte.status}`);
+    const upload = { seconds: (performance.now() - uploadStarted) / 1000, bytes: MB * 1024 * 1024 };
+    const uploadCpu = await cpuSince(uploadCpuStart);
+    const afterUpload = { server: await memoryMb(server.pid!), device: await memoryMb(device.pid!) };
+
     const hashStarted = performance.now();
-    const read = (await (
-      await owner("POST", "/api/host/calls", { deviceId: devices[0]!.id, tool: "read_file", input: { path: "big.bin" }, timeoutMs: 600_000 })
-    ).json()) as { result: { blob?: { url: string; size: number } } };
+    const read = { result: { blob: await makeHandle() } };
     const handleSeconds = (performance.now() - hashStarted) / 1000;
-    if (!read.result.blob) throw new Error(`no blob handle in ${JSON.stringify(read).slice(0, 300)}`);
 
     const before = { server: await memoryMb(server.pid!), device: await memoryMb(device.pid!) };
     await resetPeak(server.pid!);
     await resetPeak(device.pid!);
+    const firstCpuStart = await cpuOf();
     const first = await download(read.result.blob.url);
+    const firstCpu = await cpuSince(firstCpuStart);
     const after = { server: await memoryMb(server.pid!), device: await memoryMb(device.pid!) };
     const second = await download(read.result.blob.url);
 
@@ -168,22 +208,34 @@ export async function benchBlobs(): Promise<void> {
     // Best of three: the first may be slowed by a cold start, and the machine is shared.
     const runs = [await download(`${nginx.url}/big.bin`), await download(`${nginx.url}/big.bin`), await download(`${nginx.url}/big.bin`)];
     const baseline = runs.reduce((best, r) => (r.seconds < best.seconds ? r : best));
+    const nginxCpuStart = process.cpuUsage();
+    await download(`${nginx.url}/big.bin`);
+    const nginxClientCpu = process.cpuUsage(nginxCpuStart);
     if (baseline.status !== 200) throw new Error(`nginx answered ${baseline.status}`);
     if (first.bytes !== MB * 1024 * 1024 || second.bytes !== first.bytes || baseline.bytes !== first.bytes)
       throw new Error(`short transfer: ${first.bytes}, ${second.bytes}, ${baseline.bytes}`);
 
     const rate = (r: { seconds: number; bytes: number }) => r.bytes / 1024 / 1024 / r.seconds;
-    console.log(`\nblobs: a ${fmt(MB)} MB file from a device through a handle, over loopback`);
+    console.log(
+      `\nblobs: a ${fmt(MB)} MB file from a device through a handle, over loopback (load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")})`,
+    );
     console.log(`  handle made (read_file: hash on the device)   ${fmt(handleSeconds)} s`);
+    console.log(`  device upload alone (into the store)          ${fmt(rate(upload))} MB/s  (${fmt((rate(upload) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  first fetch (streamed as the device uploads)  ${fmt(rate(first))} MB/s  (${fmt((rate(first) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  second fetch (from the embedded store)        ${fmt(rate(second))} MB/s  (${fmt((rate(second) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  nginx, the same file from disk (baseline)     ${fmt(rate(baseline))} MB/s`);
-    console.log(
-      `  server RSS ${fmt(before.server.rss)} MB before, peak ${fmt(after.server.peak)} MB during the first fetch (+${fmt(after.server.peak - before.server.rss)} MB)`,
-    );
-    console.log(
-      `  device RSS ${fmt(before.device.rss)} MB before, peak ${fmt(after.device.peak)} MB during the first fetch (+${fmt(after.device.peak - before.device.rss)} MB)`,
-    );
+    const perGiB = (seconds: number) => fmt((seconds * 1024) / MB, 2);
+    const cpuLine = (c: { server: number; device: number; client: number }) =>
+      `server ${perGiB(c.server)}, device ${perGiB(c.device)}, client ${perGiB(c.client)}`;
+    console.log(`  CPU s per GiB, upload alone: ${cpuLine(uploadCpu)}`);
+    console.log(`  CPU s per GiB, first fetch:  ${cpuLine(firstCpu)}`);
+    console.log(`  CPU s per GiB, nginx: client ${perGiB((nginxClientCpu.user + nginxClientCpu.system) / 1e6)} (nginx itself sends with sendfile)`);
+    const growth = (was: { rss: number }, now: { peak: number }) => `${fmt(was.rss)} MB before, peak ${fmt(now.peak)} MB (+${fmt(now.peak - was.rss)} MB)`;
+    console.log(`  server RSS, upload alone: ${growth(beforeUpload.server, afterUpload.server)}; first fetch: ${growth(before.server, after.server)}`);
+    console.log(`  device RSS, upload alone: ${growth(beforeUpload.device, afterUpload.device)}; first fetch: ${growth(before.device, after.device)}`);
   } finally {
     for (const child of children.reverse()) await stopProcess(child);
     await rm(work, { recursive: true, force: true });

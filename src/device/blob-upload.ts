@@ -1,8 +1,8 @@
-import fs from "node:fs";
 import { Value } from "@sinclair/typebox/value";
 import { BlobReadSchema, BlobUploadInputSchema, type BlobUploadInput } from "../protocol/index.js";
 import { ToolError, type BlobContent, type Scope } from "../tools/index.js";
 import { openFileInScope } from "../tools/safe-read.js";
+import { fileChunks } from "./file-chunks.js";
 import type { DeviceRequest } from "./http.js";
 
 /**
@@ -10,7 +10,7 @@ import type { DeviceRequest } from "./http.js";
  * device described in a read result and a single-use URL. The path is resolved inside the roots again now,
  * as every read is (a symlink swapped in since the handle was made, pointing outside, is `OUTSIDE_ROOTS`),
  * opened without following a final link, and must still have the size it had; the receiving end checks the
- * digest. The bytes stream from the file to the URL: nothing is held in memory.
+ * digest. The bytes stream from the file to the URL through two reused buffers (`file-chunks.ts`).
  */
 export async function uploadBlob(
   scope: Scope,
@@ -22,7 +22,8 @@ export async function uploadBlob(
   const upload: BlobUploadInput = input;
   const real = await scope.resolve(upload.path);
   const file = openFileInScope(scope, real);
-  let stream: fs.ReadStream | undefined;
+  // The descriptor is the body's from here: `close` ends it once no read is running.
+  const body = fileChunks(file.fd, upload.size);
   try {
     if (file.stat.size !== upload.size) {
       throw new ToolError(
@@ -30,12 +31,10 @@ export async function uploadBlob(
         `${JSON.stringify(upload.path)} is ${file.stat.size} bytes now, not the ${upload.size} it had when its handle was made; read it again for a new handle`,
       );
     }
-    // The stream owns the descriptor from here (it closes it when it ends or is destroyed).
-    stream = fs.createReadStream("", { fd: file.fd, start: 0, highWaterMark: 1024 * 1024 });
     const response = await request(upload.url, {
       method: "PUT",
       headers: { ...upload.headers, "content-type": upload.contentType, "content-length": String(upload.size) },
-      body: stream,
+      body: body.chunks,
       signal,
     });
     const text = await response.text();
@@ -49,8 +48,7 @@ export async function uploadBlob(
     }
     return { uploaded: true, size: upload.size, sha256: upload.sha256 };
   } finally {
-    if (stream) stream.destroy();
-    else fs.closeSync(file.fd);
+    await body.close();
   }
 }
 

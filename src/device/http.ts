@@ -16,8 +16,11 @@ export interface DeviceResponse {
 export interface DeviceRequestInit {
   method?: "GET" | "POST" | "PUT";
   headers: Record<string, string>;
-  /** A string, or a stream (a blob's bytes, never held whole in memory). */
-  body?: string | Readable;
+  /**
+   * A string, a stream, or an async iterable of chunks (a blob's bytes, never held whole in memory; an iterable is
+   * written chunk by chunk as the socket takes them: `file-chunks.ts` relies on that).
+   */
+  body?: string | Readable | AsyncIterable<Uint8Array>;
   signal?: AbortSignal;
 }
 
@@ -71,7 +74,8 @@ export function deviceRequest(dispatcher: Dispatcher = networkDispatcher()): Dev
       dispatcher,
       method: init.method ?? "GET",
       headers: init.headers,
-      ...(init.body !== undefined ? { body: init.body } : {}),
+      // undici takes async iterables (its types leave them out).
+      ...(init.body !== undefined ? { body: init.body as string | Readable } : {}),
       ...(init.signal ? { signal: init.signal } : {}),
     });
     const body = response.body;

@@ -2,7 +2,8 @@
  * The first download of a device blob streams while the device is still uploading (a scripted device, so the
  * pace of the upload is the test's): the client has bytes before the upload ends, and the whole file, verified,
  * at its end. An upload whose bytes are not the announced ones aborts the download (never a clean end) and
- * keeps nothing; fetching again asks the device again.
+ * keeps nothing; fetching again asks the device again. A range asked for meanwhile waits for the upload under way
+ * (one upload) and is served from the store.
  */
 import { randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
@@ -92,6 +93,35 @@ t.test("the first download streams the bytes while the device uploads them", asy
   const range = await fetch(url, { headers: { range: "bytes=10-19" } });
   t.equal(range.status, 206, "later fetches are served from the store");
   t.ok(Buffer.from(await range.arrayBuffer()).equals(bytes.subarray(10, 20)));
+});
+
+t.test("a range asked for while the upload streams waits for it, then is served from the store", async (t) => {
+  const bytes = randomBytes(3 * 1024 * 1024);
+  const { device, url } = await handleFor(t, bytes);
+  const download = fetch(url);
+  const call = await device.nextCall();
+  const upload = pacedUpload(call.input.url);
+  for (let at = 0; at < 1024 * 1024; at += 64 * 1024) upload.push(bytes.subarray(at, at + 64 * 1024));
+  const body = reader(await download);
+  await eventually(() => body.received() > 0, 10_000, "the first download under way");
+  // Bytes already uploaded and bytes not yet: both wait for the whole, verified upload.
+  let answered = false;
+  const ranges = Promise.all([fetch(url, { headers: { range: "bytes=10-19" } }), fetch(url, { headers: { range: `bytes=${bytes.length - 100}-` } })]).finally(
+    () => (answered = true),
+  );
+  for (let at = 1024 * 1024; at < bytes.length; at += 64 * 1024) upload.push(bytes.subarray(at, at + 64 * 1024));
+  t.notOk(answered, "no range is answered before the upload has ended");
+  upload.end();
+  t.equal((await upload.response).status, 200);
+  await device.postResult({ id: call.id, ok: true, result: { uploaded: true, size: bytes.length, sha256: sha256(bytes) } });
+  const [head, tail] = await ranges;
+  t.equal(head.status, 206);
+  t.equal(head.headers.get("content-range"), `bytes 10-19/${bytes.length}`);
+  t.ok(Buffer.from(await head.arrayBuffer()).equals(bytes.subarray(10, 20)), "a range of bytes that had arrived");
+  t.equal(tail.status, 206);
+  t.ok(Buffer.from(await tail.arrayBuffer()).equals(bytes.subarray(-100)), "a range of bytes that had not");
+  t.ok((await body.done).equals(bytes), "the streamed download is whole");
+  t.equal(device.events.filter((event) => event.event === "call").length, 0, "the ranges joined the upload under way: the device was asked once");
 });
 
 t.test("an upload whose bytes are not the announced ones aborts the download and keeps nothing", async (t) => {

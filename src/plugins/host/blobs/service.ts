@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pipeline, Readable, type PassThrough } from "node:stream";
 import { liveUploads, type LiveUploads } from "./live-upload.js";
+import { removeStaleFiles, STALE_UPLOAD_FILE_MS, UNFINISHED_STAGED_FILE } from "./stale-files.js";
 import type { Kysely } from "kysely";
 import type { Database } from "../../../db/schema.js";
 import type { SignedStateKey } from "../../../crypto/signed-state.js";
@@ -48,6 +49,7 @@ export function createBlobService(options: BlobServiceOptions) {
   const { db, store, key } = options;
   const retentionMs = options.retentionMs ?? DEFAULT_BLOB_RETENTION_MS;
   const quotaBytes = options.quotaBytes ?? DEFAULT_BLOB_QUOTA_BYTES;
+  const stagingDir = options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging");
   const { handle, uploadUrl, granted } = blobUrls({ db, key, baseURL: options.baseURL, urlTtlMs: options.urlTtlMs ?? DEFAULT_BLOB_URL_TTL_MS });
 
   async function create(spec: BlobSpec): Promise<BlobRecord> {
@@ -123,7 +125,7 @@ export function createBlobService(options: BlobServiceOptions) {
     store,
     retentionMs,
     quotaBytes,
-    stagingDir: options.stagingDir ?? path.join(tmpdir(), "tether-blob-staging"),
+    stagingDir,
     adopt,
     setDeviceFetcher: fromDevice.set,
     fetchFromDevice: fromDevice.fetch,
@@ -136,7 +138,7 @@ export function createBlobService(options: BlobServiceOptions) {
     receive,
     confirmDirect,
     open,
-    sweep: () => sweepBlobs(db, store),
+    sweep: () => sweepBlobs(db, store, stagingDir),
     deleteForDevice,
     findBlob: (id: string) => repo.findBlob(db, id),
     usage: (userId: string) => repo.usage(db, userId),
@@ -228,8 +230,11 @@ async function removeBytes(store: BlobStore, ids: string[]): Promise<void> {
   for (const id of ids) await store.delete(id).catch(() => {});
 }
 
-/** Expired blobs, those of revoked devices and deactivated owners, and bytes whose row is gone. */
-async function sweepBlobs(db: Kysely<Database>, store: BlobStore): Promise<{ deleted: number; orphans: number }> {
+/**
+ * Expired blobs, those of revoked devices and deactivated owners, bytes whose row is gone, and the files of uploads
+ * that stopped long ago (`stale-files.ts`: a process killed mid-upload leaves them; a live upload's are never old).
+ */
+async function sweepBlobs(db: Kysely<Database>, store: BlobStore, stagingDir: string): Promise<{ deleted: number; orphans: number; unfinished: number }> {
   let deleted = 0;
   for (let batch = 0; batch < 20; batch++) {
     const ids = await repo.deleteStale(db);
@@ -250,7 +255,8 @@ async function sweepBlobs(db: Kysely<Database>, store: BlobStore): Promise<{ del
   }
   await flush();
   await removeBytes(store, orphans);
-  return { deleted, orphans: orphans.length };
+  const unfinished = (await store.sweepUnfinished?.(STALE_UPLOAD_FILE_MS)) ?? 0;
+  return { deleted, orphans: orphans.length, unfinished: unfinished + (await removeStaleFiles(stagingDir, UNFINISHED_STAGED_FILE, STALE_UPLOAD_FILE_MS)) };
 }
 
 /** How an incomplete device blob gets its bytes (the host plugin sets the fetcher); one attempt per blob at a time. */
@@ -263,7 +269,11 @@ function deviceFetches(db: Kysely<Database>) {
     if (!attempt) {
       const run = fetcher;
       attempt = (async () => {
-        await run(blob);
+        await run(blob).catch(async (error: unknown) => {
+          // Another replica's upload may have completed the blob meanwhile (this attempt's URL then finds it
+          // complete, and the device reports a refusal): the bytes are there, serve them.
+          if (!(await repo.findBlob(db, blob.id))?.complete) throw error;
+        });
         const fresh = await repo.findBlob(db, blob.id);
         if (!fresh?.complete) throw new BlobError("BLOB_INCOMPLETE", "The device did not finish uploading this blob; ask for it again to start over");
         return fresh;

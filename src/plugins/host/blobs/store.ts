@@ -31,6 +31,8 @@ export interface BlobStore {
   presignPut?(id: string, expect: BlobExpectation, expiresAt: Date): Promise<{ url: string; headers?: Record<string, string> }>;
   /** …and one it GETs them from. */
   presignGet?(id: string, expiresAt: Date, download: { contentType: string; fileName?: string }): Promise<string>;
+  /** Removes the half-written files of uploads that stopped long ago (a process killed mid-upload); how many. */
+  sweepUnfinished?(olderThanMs: number): Promise<number>;
   /** Whether a completed upload is there (a direct upload never passes through the server). */
   stat?(id: string): Promise<{ size: number } | undefined>;
   close?(): Promise<void>;
