@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Test } from "tap";
 import { startHost, type HostProcess } from "../host/executable.js";
-import { signedIn, startHostServer } from "../host/helpers.js";
+import { connectedDevice, signedIn, startHostServer } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson, type TestClient } from "../helpers/client.js";
 
@@ -64,3 +64,26 @@ export async function connectClient(t: Test, url: string, token: string): Promis
 export function textOf(result: unknown): string {
   return ((result as CallToolResult).content ?? []).map((part) => (part.type === "text" ? part.text : "")).join("\n");
 }
+
+/**
+ * The tasks tests' world: two replicas on one database (a task lives in the database, not in the replica that made
+ * it), an owner with a scripted device "box" on the first, and a host:call token. The device plans and writes any
+ * file at once, and holds a `stat` of "slow" until `releaseSlow()`: a call that outlives a client's patience.
+ */
+export async function tasksWorld(t: Test) {
+  const app = await startHostServer(t);
+  const other = await startHostServer(t, { database: app.database });
+  const { owner, deviceId, device } = await connectedDevice(t, app.url, "box");
+  let release: () => void = () => {};
+  device.serve(async (call) => {
+    if (call.mode === "plan") return { diff: "", summary: `Write ${call.input.path}` };
+    if (call.tool === "write_file") return { written: call.input.path };
+    if (call.input.path === "slow") await new Promise<void>((resolve) => (release = resolve));
+    return { path: call.input.path, size: 42 };
+  });
+  const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
+  return { app, url: app.url, other, owner, deviceId, device, token, releaseSlow: () => release() };
+}
+
+/** The capabilities of a client that declares the tasks extension. */
+export const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };

@@ -4,12 +4,11 @@ import {
   resultFromTaskOutcome,
   type ApplicationInputCallbacks,
 } from "@modelcontextprotocol/ext-tasks/client";
-import type { JsonValue } from "@modelcontextprotocol/ext-tasks/core";
 import t, { type Test } from "tap";
 import { connectedDevice, startHostServer } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson } from "../helpers/client.js";
-import { connectV2, envelope, rawModern } from "./v2.js";
+import { connectV2, dispatchFramed, envelope, rawModern } from "./v2.js";
 
 /**
  * A client that declares both the tasks extension and URL-mode elicitation calls a mutate tool: the
@@ -27,26 +26,14 @@ device.serve(async (call) => {
 const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
 const CAPABILITIES = { elicitation: { url: {} }, extensions: { "io.modelcontextprotocol/tasks": {} } };
 
-let requestId = 0;
-/** One framed 2026-07-28 request, as the tasks client hands it to `rawDispatch` (the task id in `Mcp-Name`). */
-async function dispatch(bearer: string, request: Record<string, any>, signal?: AbortSignal) {
-  const params = request.params ?? {};
-  const name = (request.method === "tools/call" ? params.name : params.taskId) as string | undefined;
-  const response = await fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${bearer}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": String(request.method),
-      ...(name ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++requestId, ...request }),
-    ...(signal ? { signal } : {}),
+/** A write_file call from a raw 2026-07-28 client declaring `capabilities`: the task it answers with. */
+async function writeTask(path: string, content: string, capabilities: Record<string, unknown> = CAPABILITIES): Promise<any> {
+  const response = await rawModern(url, token, "tools/call", {
+    name: "write_file",
+    arguments: { device: deviceId, path, content },
+    _meta: envelope(capabilities),
   });
-  const body = (await response.json()) as { result?: JsonValue; error?: any };
-  return body.error ? { kind: "error" as const, error: body.error } : { kind: "result" as const, result: body.result! };
+  return (await readJson(response)).result;
 }
 
 /** The official SDK v2 client and the tasks client over it, declaring URL elicitation; `elicitation` answers the task's input. */
@@ -58,7 +45,7 @@ async function taskSession(t: Test, elicitation: ApplicationInputCallbacks["elic
   const client = await connectV2(t, url, token, "2026-07-28", { elicitation: { url: {} } });
   const session = createTaskSessionFromClient(client, {
     endpointId: "tether",
-    rawDispatch: (request, options) => dispatch(token, request as Record<string, any>, options?.signal),
+    rawDispatch: (request, options) => dispatchFramed(url, token, request as Record<string, any>, options?.signal),
     v2RequestFraming: {
       protocolVersion: "2026-07-28",
       clientInfo: { name: "tether-test-v2", version: "1.0.0" },
@@ -118,15 +105,7 @@ t.test("input_required with the approval URL; the client answers, the owner appr
 });
 
 t.test("the seed and the poll: input_required until the client answers, then working (the key is never asked again) until the owner rejects", async (t) => {
-  const created = (
-    await readJson(
-      await rawModern(url, token, "tools/call", {
-        name: "write_file",
-        arguments: { device: deviceId, path: "b.txt", content: "y" },
-        _meta: envelope(CAPABILITIES),
-      }),
-    )
-  ).result;
+  const created = await writeTask("b.txt", "y");
   t.match(created, { resultType: "task", status: "input_required", pollIntervalMs: 5000 });
   t.notOk(created.inputRequests, "a CreateTaskResult is a Task: the requests come with tasks/get");
   const asking = (await rawTask(token, "tasks/get", created.taskId)).result;
@@ -150,15 +129,7 @@ t.test("the seed and the poll: input_required until the client answers, then wor
 });
 
 t.test("the owner decides before the client answers: the task completes, and asks nothing more", async (t) => {
-  const created = (
-    await readJson(
-      await rawModern(url, token, "tools/call", {
-        name: "write_file",
-        arguments: { device: deviceId, path: "c.txt", content: "z" },
-        _meta: envelope(CAPABILITIES),
-      }),
-    )
-  ).result;
+  const created = await writeTask("c.txt", "z");
   const asking = (await rawTask(token, "tasks/get", created.taskId)).result;
   await ownerDecides(t, asking.inputRequests.approval.params.url, "approve");
   const done = (await rawTask(token, "tasks/get", created.taskId)).result;
@@ -167,15 +138,7 @@ t.test("the owner decides before the client answers: the task completes, and ask
 });
 
 t.test("a client with tasks but without URL elicitation: the task is working, its status message names the page", async (t) => {
-  const created = (
-    await readJson(
-      await rawModern(url, token, "tools/call", {
-        name: "write_file",
-        arguments: { device: deviceId, path: "d.txt", content: "w" },
-        _meta: envelope({ extensions: { "io.modelcontextprotocol/tasks": {} } }),
-      }),
-    )
-  ).result;
+  const created = await writeTask("d.txt", "w", { extensions: { "io.modelcontextprotocol/tasks": {} } });
   t.match(created, { status: "working", statusMessage: /\/devices\/proposals\// });
   const polled = (await rawTask(token, "tasks/get", created.taskId)).result;
   t.match(polled, { status: "working" });

@@ -1,11 +1,11 @@
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
-import type { JsonValue } from "@modelcontextprotocol/ext-tasks/core";
 import t, { type Test } from "tap";
-import { connectedDevice, pair, ScriptedDevice, signedIn, startHostServer } from "../host/helpers.js";
+import { pair, ScriptedDevice, signedIn } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson } from "../helpers/client.js";
 import { eventually } from "../helpers/eventually.js";
-import { connectV2, envelope, rawModern } from "./v2.js";
+import { TASKS, tasksWorld } from "./helpers.js";
+import { connectV2, dispatchFramed, envelope, rawModern } from "./v2.js";
 
 /**
  * Task status notifications: `subscriptions/listen` with `taskIds` (the tasks extension) sends
@@ -13,40 +13,7 @@ import { connectV2, envelope, rawModern } from "./v2.js";
  * official tasks client takes it; a proposal decided on another replica and a long call finished by
  * the replica running it both reach the stream; only the credential's own tasks are followed.
  */
-const app = await startHostServer(t);
-const { url } = app;
-const other = await startHostServer(t, { database: app.database });
-const { owner, deviceId, device } = await connectedDevice(t, url, "box");
-let releaseSlow: () => void = () => {};
-device.serve(async (call) => {
-  if (call.mode === "plan") return { diff: "", summary: `Write ${call.input.path}` };
-  if (call.tool === "write_file") return { written: call.input.path };
-  if (call.input.path === "slow") await new Promise<void>((resolve) => (releaseSlow = resolve));
-  return { path: call.input.path, size: 42 };
-});
-const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
-const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
-
-let requestId = 0;
-async function dispatch(request: Record<string, any>, signal?: AbortSignal) {
-  const params = request.params ?? {};
-  const name = (request.method === "tools/call" ? params.name : params.taskId) as string | undefined;
-  const response = await fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": String(request.method),
-      ...(name ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++requestId, ...request }),
-    ...(signal ? { signal } : {}),
-  });
-  const body = (await response.json()) as { result?: JsonValue; error?: any };
-  return body.error ? { kind: "error" as const, error: body.error } : { kind: "result" as const, result: body.result! };
-}
+const { url, other, owner, deviceId, token, releaseSlow } = await tasksWorld(t);
 
 /**
  * The SDK v2 client declaring the extension (its listen requests carry it), connected to `at`, what it
@@ -58,7 +25,7 @@ async function clientWithTasks(t: Test, at = url) {
   client.fallbackNotificationHandler = async (notification) => void heard.push(notification);
   const session = createTaskSessionFromClient(client, {
     endpointId: "tether",
-    rawDispatch: (request, options) => dispatch(request as Record<string, any>, options?.signal),
+    rawDispatch: (request, options) => dispatchFramed(url, token, request as Record<string, any>, options?.signal),
     v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: { name: "tether-test-v2", version: "1.0.0" }, clientCapabilities: {} },
   });
   t.teardown(() => session.close());

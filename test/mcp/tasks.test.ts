@@ -1,58 +1,17 @@
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
-import type { JsonValue } from "@modelcontextprotocol/ext-tasks/core";
 import t, { type Test } from "tap";
-import { connectedDevice, signedIn, startHostServer } from "../host/helpers.js";
+import { signedIn } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson } from "../helpers/client.js";
 import { eventually } from "../helpers/eventually.js";
-import { connectV2, envelope, rawModern } from "./v2.js";
+import { TASKS, tasksWorld } from "./helpers.js";
+import { connectV2, dispatchFramed, envelope, rawModern } from "./v2.js";
 
 /**
  * The tasks extension of MCP 2026-07-28: a long call answers with a task the client polls, on any
  * replica; a mutate tool's task waits for the owner's decision; a task is its caller's only, and ends.
  */
-const app = await startHostServer(t);
-const { url } = app;
-// A second replica on the same database: the task lives in the database, not in the replica that made it.
-const other = await startHostServer(t, { database: app.database });
-const { owner, deviceId, device } = await connectedDevice(t, url, "box");
-/** Held until the test lets it go: a `stat` of "slow" is a call that outlives the client's patience. */
-let releaseSlow: () => void = () => {};
-device.serve(async (call) => {
-  if (call.mode === "plan") return { diff: "", summary: `Write ${call.input.path}` };
-  if (call.tool === "write_file") return { written: call.input.path };
-  if (call.input.path === "slow") await new Promise<void>((resolve) => (releaseSlow = resolve));
-  return { path: call.input.path, size: 42 };
-});
-const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
-const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
-
-let requestId = 0;
-/** One 2026-07-28 request as the tasks extension frames it (the task id in `Mcp-Name`), to `at`. */
-async function dispatch(
-  at: string,
-  bearer: string,
-  request: Record<string, any>,
-  signal?: AbortSignal,
-): Promise<{ kind: "result"; result: JsonValue } | { kind: "error"; error: any }> {
-  const params = request.params ?? {};
-  const name = (request.method === "tools/call" ? params.name : params.taskId) as string | undefined;
-  const response = await fetch(`${at}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${bearer}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": String(request.method),
-      ...(name ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++requestId, ...request }),
-    ...(signal ? { signal } : {}),
-  });
-  const body = (await response.json()) as { result?: JsonValue; error?: unknown };
-  return body.error ? { kind: "error", error: body.error } : { kind: "result", result: body.result! };
-}
+const { app, url, other, owner, deviceId, token, releaseSlow } = await tasksWorld(t);
 
 /** The official SDK v2 client, with the official tasks extension's session over it (polling against `pollAt`). */
 async function taskSession(t: Test, bearer: string, pollAt = url) {
@@ -63,7 +22,7 @@ async function taskSession(t: Test, bearer: string, pollAt = url) {
     // The call goes where the device is connected; tasks/* go to `pollAt`.
     rawDispatch: (request, options) => {
       const method = (request as { method?: unknown }).method;
-      return dispatch(method === "tools/call" ? url : pollAt, bearer, request as Record<string, any>, options?.signal);
+      return dispatchFramed(method === "tools/call" ? url : pollAt, bearer, request as Record<string, any>, options?.signal);
     },
     v2RequestFraming: { protocolVersion: "2026-07-28", clientInfo: { name: "tether-test-v2", version: "1.0.0" }, clientCapabilities: {} },
   });

@@ -75,3 +75,33 @@ export async function rawWriteFileCall(url: string, bearer: string, args: Record
   });
   return response.json();
 }
+
+let framedId = 0;
+/**
+ * One 2026-07-28 request already framed by a client (the tasks client's `rawDispatch`: `_meta` in place), POSTed
+ * to `at` with the standard headers (the task id in `Mcp-Name` for `tasks/*`); its result or its error.
+ */
+export async function dispatchFramed(
+  at: string,
+  bearer: string,
+  request: Record<string, any>,
+  signal?: AbortSignal,
+): Promise<{ kind: "result"; result: any } | { kind: "error"; error: any }> {
+  const params = request.params ?? {};
+  const name = (request.method === "tools/call" ? params.name : params.taskId) as string | undefined;
+  const response = await fetch(`${at}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${bearer}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": String(request.method),
+      ...(name ? { "mcp-name": name } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: ++framedId, ...request }),
+    ...(signal ? { signal } : {}),
+  });
+  const body = (await response.json()) as { result?: unknown; error?: unknown };
+  return body.error ? { kind: "error", error: body.error } : { kind: "result", result: body.result };
+}
