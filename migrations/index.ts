@@ -34,12 +34,7 @@ export const authMigrations: Record<string, Migration> = {
   "0003_session_invalidation": sessionInvalidation,
   "0005_activity_event": activityEvent,
   "0010_deactivation_ends_sessions": deactivationEndsSessions,
-};
-
-/**
- * Two-factor and passkeys; each TOTP code accepted once.
- */
-export const accountMigrations: Record<string, Migration> = {
+  // Two-factor and passkeys: createAuth always has better-auth's two-factor plugin; each TOTP code accepted once.
   "0060_accounts": accounts,
   "0072_totp_replay": totpReplay,
 };
@@ -60,7 +55,7 @@ export const hostMigrations: Record<string, Migration> = {
 };
 
 /**
- * The MCP server's additions, after the host's: the audit log's credential, the per-user MCP settings,
+ * The MCP server's additions, after the host's: the per-user MCP settings, its tasks,
  * and better-auth's OAuth provider tables (for MCP clients that sign in with OAuth).
  */
 export const mcpMigrations: Record<string, Migration> = {
@@ -75,5 +70,4 @@ export const allMigrations: Record<string, Migration> = {
   ...authMigrations,
   ...hostMigrations,
   ...mcpMigrations,
-  ...accountMigrations,
 };
