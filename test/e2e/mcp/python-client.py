@@ -9,6 +9,8 @@ Scenarios (the last stdout line is always one JSON object, the outcome):
   2025-11-25, followed with proposal_status), it prints {"url": ...} and waits for a line on stdin: the
   test has the owner decide in Chromium meanwhile.
 - grants: tools/list, list_devices and a stat naming another device, for a token limited to chosen devices.
+- forged (2026-07-28): write_file retried with a made-up requestState, and with the server's own one altered
+  (the first round taken by hand, `allow_input_required=True`): the JSON-RPC error codes.
 """
 
 import asyncio
@@ -19,6 +21,7 @@ import anyio
 from mcp import types
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
@@ -76,12 +79,33 @@ async def grants(client: Client, device: str, other: str) -> dict:
     }
 
 
-SCENARIOS = {"basic": basic, "approve": approve, "grants": grants}
+async def refusal(client: Client, device: str, state: str) -> int | str:
+    try:
+        result = await client.call_tool("write_file", {"device": device, "path": "notes.txt", "content": "forged\n"}, request_state=state)
+        return json.dumps(outcome(result))
+    except MCPError as error:
+        return error.error.code
+
+
+async def forged(client: Client, device: str, _other: str) -> dict:
+    args = {"device": device, "path": "notes.txt", "content": "forged\n"}
+    first = await client.session.call_tool("write_file", args, allow_input_required=True)
+    state = first.request_state
+    altered = state[:-2] + ("AA" if not state.endswith("AA") else "BB")
+    return {
+        "firstRound": type(first).__name__,
+        "forged": await refusal(client, device, "eyJ1IjoieCJ9.forged"),
+        "altered": await refusal(client, device, altered),
+        "elicited": elicited,
+    }
+
+
+SCENARIOS = {"basic": basic, "approve": approve, "grants": grants, "forged": forged}
 
 
 async def main(url: str, token: str, mode: str, device: str, scenario: str = "basic", other: str = "") -> None:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    callback = on_elicit if scenario == "approve" else None
+    callback = on_elicit if scenario in ("approve", "forged") else None
     async with Client(streamable_http_client(url, http_client=http), mode=mode, elicitation_callback=callback) as client:
         result = await SCENARIOS[scenario](client, device, other)
         print(json.dumps({"protocolVersion": client.protocol_version, **result}), flush=True)

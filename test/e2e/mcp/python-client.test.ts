@@ -178,3 +178,13 @@ for (const [mode, revision] of [
     t.match(open.refused, { isError: true, structured: { code: "DEVICE_OFFLINE" } }, "and reaches the other (offline) device");
   });
 }
+
+t.test("the Python SDK at 2026-07-28: a made-up or altered requestState is refused before the tool runs", async (t) => {
+  const before = await notes();
+  const outcome = await interactive(t, token, "auto", "forged");
+  t.equal(outcome.firstRound, "InputRequiredResult", "the first round asks for the owner's approval");
+  t.equal(outcome.forged, -32602);
+  t.equal(outcome.altered, -32602);
+  t.same(outcome.elicited, [], "no retry was asked of the client");
+  t.equal(await notes(), before, "nothing changed");
+});
