@@ -60,7 +60,8 @@ export function injectFetch(app: FastifyInstance): typeof fetch {
 }
 
 async function injectOnce(app: FastifyInstance, method: string, url: URL, headers: Headers, body: Buffer | undefined): Promise<Response> {
-  const sent: Record<string, string> = { ...FETCH_DEFAULT_HEADERS };
+  // undici closes the connection after a HEAD (it cannot tell where a HEAD response ends on a kept one).
+  const sent: Record<string, string> = { ...FETCH_DEFAULT_HEADERS, ...(method === "HEAD" ? { connection: "close" } : {}) };
   headers.forEach((value, name) => (sent[name] = value));
   const injected = await app.inject({ method: method as "GET", url: url.href, headers: sent, ...(body ? { payload: body } : {}) });
   const received = new Headers();
