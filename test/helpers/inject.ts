@@ -103,6 +103,11 @@ export function serveThroughInject(origin: string, app: FastifyInstance): () => 
   };
 }
 
+/** Whether `origin` is already served through inject (a port no app holds can be handed out again). */
+export function servedThroughInject(origin: string): boolean {
+  return served.has(new URL(origin).origin);
+}
+
 /**
  * `fetch` for tests: a URL on an origin served through inject goes to that app without a socket; any other URL
  * (an app that listens, a third party) goes over the network as before.

@@ -28,7 +28,7 @@ import { pagesPlugin } from "../../src/web/index.js";
 import { renderPlugin } from "../../src/web/render.js";
 import { closeListening, freePort, TEST_SECRET } from "../helpers/app.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
-import { serveThroughInject, testFetch } from "../helpers/inject.js";
+import { servedThroughInject, serveThroughInject, testFetch } from "../helpers/inject.js";
 import { openTestDatabase } from "../helpers/database.js";
 
 /** A plugin another one may declare in `dependencies`, by the name it registers under. */
@@ -141,7 +141,9 @@ export interface BareOptions {
 }
 
 export async function bareFastify(t: Test, dependencies: string[], leaveOut?: string, options: BareOptions = {}): Promise<BareApp> {
-  const port = await freePort();
+  // An app served through inject holds no port, so the OS may offer its port again: skip one still in use.
+  let port = await freePort();
+  while (servedThroughInject(`http://localhost:${port}`)) port = await freePort();
   const url = `http://localhost:${port}`;
   const wanted = withTheirDependencies(dependencies, leaveOut);
   // Only plugins that keep data need the database (opening one costs a migration run).
