@@ -6,6 +6,7 @@ import type { Database } from "../../src/db/schema.js";
 import { userAdmin } from "../../src/plugins/auth/user-admin.js";
 import { TestClient, uniqueEmail } from "./client.js";
 import { eventually } from "./eventually.js";
+import { testFetch } from "./inject.js";
 import { IN_CI, TEST_DATABASE_URL, TEST_REDIS_URL } from "./database.js";
 
 /** better-auth's session cookie name for an http base URL. */
@@ -42,9 +43,9 @@ export async function mintToken(client: TestClient, input: { name?: string; scop
   return ((await response.json()) as { token: string }).token;
 }
 
-/** A request with nothing but the given headers (no cookie jar, no Origin). */
+/** A request with nothing but the given headers (no cookie jar, no Origin); through inject when `url` is served so. */
 export function bare(url: string, path: string, headers: Record<string, string> = {}, init: RequestInit = {}): Promise<Response> {
-  return fetch(url + path, { redirect: "manual", ...init, headers: { ...headers, ...(init.headers as Record<string, string> | undefined) } });
+  return testFetch(url + path, { redirect: "manual", ...init, headers: { ...headers, ...(init.headers as Record<string, string> | undefined) } });
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

@@ -1,15 +1,17 @@
 import { connect } from "node:net";
+import { testFetch } from "./inject.js";
 
 /**
- * A tiny HTTP client with a cookie jar, speaking to a real server over loopback. By default it sends
- * the server's own origin, as a browser on that site would.
+ * A tiny HTTP client with a cookie jar. By default it sends the server's own origin, as a browser on that
+ * site would, and speaks through `testFetch`: to an app served through inject without a socket, to any other
+ * over loopback. `transport` gives it another fetch.
  */
 export class TestClient {
   readonly cookies = new Map<string, string>();
 
   constructor(
     readonly baseURL: string,
-    readonly defaults: { origin?: string | null; headers?: Record<string, string> } = {},
+    readonly defaults: { origin?: string | null; headers?: Record<string, string>; transport?: typeof fetch } = {},
   ) {}
 
   get cookieHeader(): string {
@@ -34,7 +36,7 @@ export class TestClient {
       body = new URLSearchParams(init.form).toString();
     }
     Object.assign(headers, init.headers);
-    const response = await fetch(this.baseURL + path, { method, headers, body, redirect: init.redirect ?? "manual" });
+    const response = await (this.defaults.transport ?? testFetch)(this.baseURL + path, { method, headers, body, redirect: init.redirect ?? "manual" });
     this.absorb(response);
     return response;
   }

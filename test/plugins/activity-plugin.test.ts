@@ -14,7 +14,7 @@ t.test("it declares the session plugin its API reads the caller from", async (t)
 t.test("activityPlugin alone: fastify.tetherActivity records, and the API shows each user their own", async (t) => {
   const bare = await bareFastify(t, ["tether-db", "tether-session", "tether-errors"]);
   await bare.app.register(activityPlugin, { writer: await writerOnFileDatabase() });
-  await bare.listen();
+  await bare.app.ready();
   const { app, url } = bare;
   const alice = await signedUp(url, "alice");
   const bob = await signedUp(url, "bob");
@@ -46,7 +46,7 @@ t.test("activityPlugin alone: fastify.tetherActivity records, and the API shows 
 t.test("a cursor or page size out of range is a 400 that says the range, never a 500", async (t) => {
   const bare = await bareFastify(t, ["tether-db", "tether-session", "tether-errors"]);
   await bare.app.register(activityPlugin, { writer: await writerOnFileDatabase() });
-  await bare.listen();
+  await bare.app.ready();
   const alice = await signedUp(bare.url, "alice");
   await makeSiteAdmin(bare.app, alice.userId);
   for (const path of ["/api/activity", "/api/admin/activity"]) {

@@ -15,7 +15,7 @@ t.test("authPlugin alone: better-auth under /api/auth, and fastify.tetherCallAut
     const response = await bare.app.tetherCallAuth(request, reply, { method: "GET", path: "/get-session" });
     return { status: response.status, session: await response.json() };
   });
-  await bare.listen();
+  await bare.app.ready();
   const { app, url } = bare;
   t.equal(app.tetherAuth, bare.auth);
   t.equal(app.tetherEdgeSsoEnabled(), false);

@@ -1,8 +1,9 @@
 /**
  * One plugin at a time on a bare `Fastify()`, as the official @fastify/* plugins are tested: the
  * test names the plugins its subject declares in `dependencies` and nothing else is registered (never
- * the example app's `buildApp`). Real HTTP on loopback, a real database (PGlite, or a schema of its
- * own on TEST_DATABASE_URL), a real better-auth.
+ * the example app's `buildApp`). Requests reach it through `app.inject` (test/helpers/inject.ts) unless the
+ * test calls `listen()` because it needs a socket; a real database (PGlite, or a schema of its own on
+ * TEST_DATABASE_URL), a real better-auth.
  */
 import cookie from "@fastify/cookie";
 import formbody from "@fastify/formbody";
@@ -27,6 +28,7 @@ import { pagesPlugin } from "../../src/web/index.js";
 import { renderPlugin } from "../../src/web/render.js";
 import { closeListening, freePort, TEST_SECRET } from "../helpers/app.js";
 import { TestClient, uniqueEmail } from "../helpers/client.js";
+import { servedThroughInject, serveThroughInject, testFetch } from "../helpers/inject.js";
 import { openTestDatabase } from "../helpers/database.js";
 
 /** A plugin another one may declare in `dependencies`, by the name it registers under. */
@@ -116,12 +118,16 @@ export function fileDatabase(): Promise<DatabaseHandle> {
 
 export interface BareApp {
   app: FastifyInstance;
-  /** `http://localhost:<port>`: the auth base URL and the one trusted origin. */
+  /** `http://localhost:<port>`: the auth base URL and the one trusted origin (served through inject until `listen()`). */
   url: string;
   /** The file's database and a better-auth on it: only when something registered keeps data. */
   db: DatabaseHandle["db"];
   auth: Auth;
-  /** Starts listening on the app's port (after the test has registered its subject). */
+  /**
+   * Starts listening on the app's port (after the test has registered its subject), for a test that needs a
+   * socket (streams, connection behaviour, a client that must connect over HTTP): from then on every request
+   * to `url`, the test's and its clients', goes over loopback.
+   */
   listen(this: void): Promise<void>;
 }
 
@@ -135,7 +141,9 @@ export interface BareOptions {
 }
 
 export async function bareFastify(t: Test, dependencies: string[], leaveOut?: string, options: BareOptions = {}): Promise<BareApp> {
-  const port = await freePort();
+  // An app served through inject holds no port, so the OS may offer its port again: skip one still in use.
+  let port = await freePort();
+  while (servedThroughInject(`http://localhost:${port}`)) port = await freePort();
   const url = `http://localhost:${port}`;
   const wanted = withTheirDependencies(dependencies, leaveOut);
   // Only plugins that keep data need the database (opening one costs a migration run).
@@ -143,32 +151,40 @@ export async function bareFastify(t: Test, dependencies: string[], leaveOut?: st
   const db = stores ? (await fileDatabase()).db : (undefined as unknown as BareApp["db"]);
   const auth = stores ? createAuth({ db, baseURL: url, secret: TEST_SECRET, plugins: options.authPlugins?.(url, db) ?? [] }) : (undefined as unknown as Auth);
   const app = Fastify();
-  t.teardown(() => closeListening(app).catch(() => {}));
+  const stopInject = serveThroughInject(url, app);
+  t.teardown(() => {
+    stopInject();
+    return closeListening(app).catch(() => {});
+  });
   for (const name of ORDER) {
     if (!wanted.has(name)) continue;
     const { plugin, options } = PROVIDERS[name];
     await app.register(plugin, options?.({ url, db, auth }, app) ?? {});
   }
-  return { app, url, db, auth, listen: async () => void (await app.listen({ port, host: "127.0.0.1" })) };
+  const listen = async () => {
+    stopInject();
+    await app.listen({ port, host: "127.0.0.1" });
+  };
+  return { app, url, db, auth, listen };
 }
 
 /**
  * `plugin` on a bare Fastify with only what it declares in `dependencies` (and `routes`, the test's own,
- * added after it), listening; closed at the end of `t`.
+ * added after it), ready (served through inject: `listen()` it for a socket); closed at the end of `t`.
  */
 export async function alone(t: Test, plugin: AnyPlugin, options: object = {}, routes?: (app: FastifyInstance) => void): Promise<BareApp> {
   const bare = await bareFastify(t, declaredDependencies(plugin));
   await bare.app.register(plugin, options);
   routes?.(bare.app);
-  await bare.listen();
+  await bare.app.ready();
   return bare;
 }
 
-/** Signed-in `page` alone behind the route guard (the one way an app adds such pages), listening. */
+/** Signed-in `page` alone behind the route guard (the one way an app adds such pages), ready (as `alone`). */
 export async function aloneBehindGuard(t: Test, page: AnyPlugin, options: BareOptions = {}): Promise<BareApp> {
   const bare = await bareFastify(t, [...declaredDependencies(page), ...declaredDependencies(guardedPagesPlugin)], undefined, options);
   await bare.app.register(guardedPagesPlugin, { pages: [page] });
-  await bare.listen();
+  await bare.app.ready();
   return bare;
 }
 
@@ -202,7 +218,7 @@ export async function signedUp(url: string, label = "bare"): Promise<TestClient 
  * (HTML, never cached, titled `heading`). Returns the page's HTML.
  */
 export async function showsPage(t: Test, user: TestClient, path: string, heading: string): Promise<string> {
-  const anonymous = await fetch(user.baseURL + path, { redirect: "manual", headers: { accept: "text/html" } });
+  const anonymous = await testFetch(user.baseURL + path, { redirect: "manual", headers: { accept: "text/html" } });
   t.equal(anonymous.status, 302, `${path}: anonymous visitors are sent to sign in`);
   t.equal(anonymous.headers.get("location"), path === "/home" ? "/login" : `/login?next=${encodeURIComponent(path)}`);
   const page = await user.get(path);

@@ -2,6 +2,7 @@ import t from "tap";
 import { hostDeviceAuthorization } from "../../src/plugins/host/device-grant.js";
 import { deviceApprovalPage } from "../../src/web/routes/device-approval-page.js";
 import { readJson } from "../helpers/client.js";
+import { testFetch } from "../helpers/inject.js";
 import { aloneBehindGuard, refusesWithout, showsPage, signedUp } from "./bare.js";
 
 const withDeviceGrant = {
@@ -15,7 +16,7 @@ t.test("deviceApprovalPage alone behind the guard: the owner approves a device's
   const owner = await signedUp(url, "device-owner");
   await showsPage(t, owner, "/device", "Connect a device");
 
-  const asked = await fetch(`${url}/api/auth/device/code`, {
+  const asked = await testFetch(`${url}/api/auth/device/code`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ client_id: "tether-host", device_name: "build-box", device_platform: "linux-x64", device_version: "0.1.0" }),

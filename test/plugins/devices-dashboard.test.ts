@@ -6,7 +6,8 @@ import { aloneBehindGuard, refusesWithout, showsPage } from "./bare.js";
 t.test("it declares the host plugin whose devices it shows", (t) => refusesWithout(t, devicePages, "tether-host"));
 
 t.test("devicePages alone behind the guard: the owner's devices, and pairing a new one", async (t) => {
-  const { url } = await aloneBehindGuard(t, devicePages);
+  const { url, listen } = await aloneBehindGuard(t, devicePages);
+  await listen(); // the connected device holds its call stream open over fetch: a socket, which inject cannot give
   const { owner } = await connectedDevice(t, url);
   owner.defaults.headers = { accept: "text/html" };
   const html = await showsPage(t, owner, "/devices", "Devices");

@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import t from "tap";
 import { errorHandlerPlugin } from "../../src/http/error-handler.js";
 import { HttpError, LoginRequiredError } from "../../src/http/errors.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone } from "./bare.js";
 
 t.test("errorHandlerPlugin alone: every failure is a clear { code, message }, never a stack", async (t) => {
@@ -19,32 +20,32 @@ t.test("errorHandlerPlugin alone: every failure is a clear { code, message }, ne
   });
   t.equal(app.tetherErrorPages, null, "no pages plugin, so no page renderer: every error is JSON");
 
-  const typed = await fetch(`${base}/typed`);
+  const typed = await testFetch(`${base}/typed`);
   t.equal(typed.status, 409);
   t.same(await typed.json(), { code: "ALREADY_THERE", message: "That name is taken" });
 
-  const bug = await fetch(`${base}/bug`);
+  const bug = await testFetch(`${base}/bug`);
   t.equal(bug.status, 500);
   const bugText = await bug.text();
   t.same(JSON.parse(bugText), { code: "INTERNAL", message: "Something went wrong on our side; it has been logged" });
   t.notMatch(bugText, /hunter2|at .*\.ts/, "nothing internal leaks");
 
-  const missing = await fetch(`${base}/nowhere?x=1`);
+  const missing = await testFetch(`${base}/nowhere?x=1`);
   t.equal(missing.status, 404);
   t.same(await missing.json(), { code: "NOT_FOUND", message: "No route for GET /nowhere" });
 
-  const invalid = await fetch(`${base}/strict`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const invalid = await testFetch(`${base}/strict`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
   t.equal(invalid.status, 400);
   t.same(await invalid.json(), { code: "INVALID_INPUT", message: 'body: missing field "name"' });
 
-  const badJson = await fetch(`${base}/strict`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
+  const badJson = await testFetch(`${base}/strict`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
   t.equal(badJson.status, 400);
   t.same(await badJson.json(), { code: "INVALID_JSON", message: "Request body is not valid JSON" });
 
-  const login = await fetch(`${base}/private`, { redirect: "manual" });
+  const login = await testFetch(`${base}/private`, { redirect: "manual" });
   t.equal(login.status, 302);
   t.equal(login.headers.get("location"), "/login");
-  const htmx = await fetch(`${base}/private`, { headers: { "hx-request": "true" } });
+  const htmx = await testFetch(`${base}/private`, { headers: { "hx-request": "true" } });
   t.equal(htmx.status, 200);
   t.equal(htmx.headers.get("hx-redirect"), "/login", "htmx follows HX-Redirect itself");
 });

@@ -10,10 +10,10 @@ const ownPage = async (fastify: import("fastify").FastifyInstance) => {
 t.test("it declares the session plugin it asks who is signed in", (t) => refusesWithout(t, guardedPagesPlugin, "tether-session", { pages: [] }));
 
 t.test("guardedPagesPlugin alone: every page it is given is for the signed-in browser only", async (t) => {
-  const { app, url, listen } = await bareFastify(t, declaredDependencies(guardedPagesPlugin));
+  const { app, url } = await bareFastify(t, declaredDependencies(guardedPagesPlugin));
   await app.register(guardedPagesPlugin, { pages: [ownPage] });
   app.get("/outside", async (request) => ({ user: request.tetherUser }));
-  await listen();
+  await app.ready();
 
   const anonymous = await bare(url, "/mine");
   t.equal(anonymous.status, 302);

@@ -7,7 +7,8 @@ import { alone, refusesWithout } from "./bare.js";
 t.test("it declares the audit log it writes every call to", (t) => refusesWithout(t, hostPlugin, "tether-audit"));
 
 t.test("hostPlugin alone: pair a device, see it online, call one of its tools", async (t) => {
-  const { app, url } = await alone(t, hostPlugin, { callTimeoutMs: 5_000 });
+  const { app, url, listen } = await alone(t, hostPlugin, { callTimeoutMs: 5_000 });
+  await listen(); // the scripted device holds its call stream open over fetch: a socket, which inject cannot give
   t.equal((await bare(url, "/api/host/devices")).status, 401);
 
   const { owner, deviceId, device } = await connectedDevice(t, url);

@@ -1,5 +1,6 @@
 import t from "tap";
 import { inputGuardPlugin, MAX_JSON_DEPTH } from "../../src/http/input-guard.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone } from "./bare.js";
 
 t.test("inputGuardPlugin alone: deep JSON and unstorable text are refused before any handler", async (t) => {
@@ -14,7 +15,7 @@ t.test("inputGuardPlugin alone: deep JSON and unstorable text are refused before
       return { ok: true };
     });
   });
-  const post = (body: string) => fetch(`${url}/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
+  const post = (body: string) => testFetch(`${url}/echo`, { method: "POST", headers: { "content-type": "application/json" }, body });
 
   const fine = await post(JSON.stringify({ name: "ok", nested: [[{ a: 1 }]] }));
   t.equal(fine.status, 200);
@@ -31,7 +32,7 @@ t.test("inputGuardPlugin alone: deep JSON and unstorable text are refused before
   const poisoned = await post('{"__proto__": {"admin": true}}');
   t.equal(poisoned.status, 400, "Fastify's prototype-poisoning check stays behind the depth scan");
 
-  const param = await fetch(`${url}/items/a%00b`);
+  const param = await testFetch(`${url}/items/a%00b`);
   t.equal(param.status, 400);
   t.match(await param.json(), { code: "INVALID_CHARACTERS", message: /path/ });
   t.equal(seen.length, 1, "only the ordinary request reached a handler");

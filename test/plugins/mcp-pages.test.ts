@@ -2,6 +2,7 @@ import t from "tap";
 import { mcpOAuthPlugins } from "../../src/plugins/mcp/oauth.js";
 import { mcpPages, mcpPublicPages } from "../../src/plugins/mcp/pages.js";
 import * as store from "../../src/plugins/mcp/store.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone, aloneBehindGuard, refusesWithout, showsPage, signedUp } from "./bare.js";
 
 const withOAuth = { authPlugins: (url: string) => mcpOAuthPlugins({ resourceURL: `${url}/mcp` }) };
@@ -23,7 +24,7 @@ t.test("mcpPages alone behind the guard: the MCP settings page turns action tool
 
 t.test("mcpPublicPages alone: the sign-in stop on the way to authorizing a client", async (t) => {
   const { url } = await alone(t, mcpPublicPages);
-  const page = await fetch(`${url}/oauth/sign-in?client_id=abc&scope=host%3Acall&sig=secret&prompt=login`, { headers: { accept: "text/html" } });
+  const page = await testFetch(`${url}/oauth/sign-in?client_id=abc&scope=host%3Acall&sig=secret&prompt=login`, { headers: { accept: "text/html" } });
   t.equal(page.status, 200);
   const html = await page.text();
   t.match(html, "<h1>Sign in to continue</h1>");

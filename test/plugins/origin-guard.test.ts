@@ -1,5 +1,6 @@
 import t from "tap";
 import { originGuardPlugin } from "../../src/plugins/auth/origin-guard.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone, refusesWithout } from "./bare.js";
 
 const TRUSTED = "https://app.example.com";
@@ -11,7 +12,7 @@ t.test("originGuardPlugin alone: state-changing requests must come from a truste
     app.post("/change", async () => ({ changed: true }));
     app.get("/read", async () => ({ read: true }));
   });
-  const post = (headers: Record<string, string>) => fetch(`${url}/change`, { method: "POST", headers });
+  const post = (headers: Record<string, string>) => testFetch(`${url}/change`, { method: "POST", headers });
 
   t.equal((await post({ origin: TRUSTED })).status, 200, "a trusted Origin (the list may hold URLs: their origin counts)");
   t.equal((await post({ referer: `${TRUSTED}/settings` })).status, 200, "no Origin: a trusted Referer");
@@ -26,5 +27,5 @@ t.test("originGuardPlugin alone: state-changing requests must come from a truste
   t.equal(cookieOnly.status, 403);
   t.match(await cookieOnly.json(), { code: "MISSING_ORIGIN" });
 
-  t.equal((await fetch(`${url}/read`, { headers: { origin: "https://evil.example" } })).status, 200, "reads are never refused");
+  t.equal((await testFetch(`${url}/read`, { headers: { origin: "https://evil.example" } })).status, 200, "reads are never refused");
 });

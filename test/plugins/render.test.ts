@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { renderPlugin } from "../../src/web/render.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone, refusesWithout } from "./bare.js";
 
 t.test("it declares the assets plugin whose URLs every page links", (t) => refusesWithout(t, renderPlugin, "tether-page-assets"));
@@ -14,7 +15,7 @@ t.test("renderPlugin alone: reply.tetherRender sends an escaped template, never 
   const { url } = await alone(t, renderPlugin, { viewsDir: views }, (app) => {
     app.get("/greet", async (request, reply) => reply.tetherRender("greet", { name: (request.query as { name: string }).name }));
   });
-  const page = await fetch(`${url}/greet?name=${encodeURIComponent("<script>alert(1)</script>")}`);
+  const page = await testFetch(`${url}/greet?name=${encodeURIComponent("<script>alert(1)</script>")}`);
   t.equal(page.status, 200);
   t.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
   t.equal(page.headers.get("cache-control"), "no-store");

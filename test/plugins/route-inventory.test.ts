@@ -1,5 +1,6 @@
 import t from "tap";
 import { routeInventoryPlugin } from "../../src/http/route-inventory.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone } from "./bare.js";
 
 t.test("routeInventoryPlugin alone: fastify.tetherRoutes lists every route registered after it", async (t) => {
@@ -15,7 +16,7 @@ t.test("routeInventoryPlugin alone: fastify.tetherRoutes lists every route regis
     });
     void app.register(async (child) => child.delete("/c", async () => ({ ok: true })), { prefix: "/child" });
   });
-  t.equal((await fetch(`${url}/a`)).status, 200, "the app answers as usual");
+  t.equal((await testFetch(`${url}/a`)).status, 200, "the app answers as usual");
   const listed = app.tetherRoutes.filter((route) => route.method !== "HEAD");
   t.same(listed, [
     { method: "GET", url: "/a", responseStatuses: ["200", "4xx"], queryParameters: [] },

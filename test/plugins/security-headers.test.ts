@@ -1,5 +1,6 @@
 import t from "tap";
 import { CONTENT_SECURITY_POLICY, securityHeadersPlugin } from "../../src/web/security-headers.js";
+import { testFetch } from "../helpers/inject.js";
 import { alone } from "./bare.js";
 
 const routes = (app: import("fastify").FastifyInstance) => {
@@ -9,20 +10,20 @@ const routes = (app: import("fastify").FastifyInstance) => {
 
 t.test("securityHeadersPlugin alone: every response carries the policy; a route may set its own", async (t) => {
   const { url } = await alone(t, securityHeadersPlugin, { https: false }, routes);
-  const page = await fetch(`${url}/page`);
+  const page = await testFetch(`${url}/page`);
   t.equal(page.headers.get("content-security-policy"), CONTENT_SECURITY_POLICY);
   t.match(CONTENT_SECURITY_POLICY, /script-src 'self'/, "no inline script");
   t.equal(page.headers.get("x-content-type-options"), "nosniff");
   t.equal(page.headers.get("x-frame-options"), "DENY");
   t.equal(page.headers.get("referrer-policy"), "same-origin");
   t.equal(page.headers.get("strict-transport-security"), null, "no HSTS over http");
-  t.equal((await fetch(`${url}/nowhere`)).headers.get("x-frame-options"), "DENY", "errors too");
-  t.equal((await fetch(`${url}/framed`)).headers.get("x-frame-options"), "SAMEORIGIN", "a route's own value is kept");
+  t.equal((await testFetch(`${url}/nowhere`)).headers.get("x-frame-options"), "DENY", "errors too");
+  t.equal((await testFetch(`${url}/framed`)).headers.get("x-frame-options"), "SAMEORIGIN", "a route's own value is kept");
 });
 
 t.test("over https the browser is told to stay on https", async (t) => {
   const { url } = await alone(t, securityHeadersPlugin, { https: true }, routes);
-  t.equal((await fetch(`${url}/page`)).headers.get("strict-transport-security"), "max-age=31536000");
+  t.equal((await testFetch(`${url}/page`)).headers.get("strict-transport-security"), "max-age=31536000");
 });
 
 t.test("policyWithFormActions adds plain http(s) origins only: nothing in a URL can start another directive", async (t) => {

@@ -45,6 +45,7 @@ async function withStreams(t: Test, options: StreamLimitsOptions, setUp?: (app: 
     setUp?.(app);
     streamRoute(app);
   });
+  await bare.listen(); // streams held open and connection counts (maxConnections, Connection: close) need real sockets
   const openStream = streamOpener(t, bare.url);
   const open = (user: string, credential: string, kind: StreamKind = "mcp") => openStream(`/stream?${new URLSearchParams({ user, credential, kind })}`);
   return { ...bare, open };
