@@ -6,7 +6,7 @@ import { createAuditWriter } from "../../src/plugins/activity/audit-plugin.js";
 import { createActivityWriter } from "../../src/plugins/activity/writer.js";
 import { announcedTools, createDevice, listDevices, recordHello } from "../../src/plugins/host/devices.js";
 import type { AnnouncedTool } from "../../src/protocol/index.js";
-import { openTestDatabase } from "../helpers/database.js";
+import { migrateTestDatabase, openTestDatabase } from "../helpers/database.js";
 
 const appliedNames = async (db: Parameters<typeof migrateToLatest>[0]) =>
   (await sql<{ name: string }>`select name from kysely_migration order by timestamp, name`.execute(db)).rows.map((row) => row.name);
@@ -38,7 +38,7 @@ t.test("auth alone records sign-ins in the activity log; the host set added late
   await activity.flush();
   t.match((await sql<{ event: string }>`select event, ip_address from activity_event`.execute(db)).rows, [{ event: "sign-in", ip_address: "192.0.2.1" }]);
 
-  const added = await migrateToLatest(db, allMigrations);
+  const added = await migrateTestDatabase(db, allMigrations);
   t.ok(added.includes("0004_host") && added.includes("0140_activity_event_host_links"), "the host set runs although its numbers sort before applied ones");
   await sql`insert into host_device (id, user_id, name, platform, token_hash) values ('d1', 'u1', 'box', 'linux', 'h1')`.execute(db);
   await sql`insert into activity_event (user_id, device_id, event, actor, outcome) values ('u1', 'd1', 'call', 'token', 'ok')`.execute(db);
@@ -66,7 +66,7 @@ t.test("0071: devices paired before it count as confirmed; devices paired after 
     database.db,
   );
   await sql`insert into host_device (id, user_id, name, platform, token_hash) values ('d1', 'u1', 'old-box', 'linux', 'h1')`.execute(database.db);
-  t.same(await migrateToLatest(database.db, allMigrations), since);
+  t.same(await migrateTestDatabase(database.db, allMigrations), since);
   t.match(await listDevices(database.db, "u1"), [{ id: "d1", isNew: false }]);
   const { deviceId } = await createDevice(database.db, { userId: "u1", name: "new-box", platform: "linux" });
   t.match(
@@ -115,7 +115,7 @@ t.test("0110: proposals made before it take their proposer and decider from the 
   await audit("p-session", "propose", "session", "ok", null);
   // p-silent: its audit rows were pruned; nothing is made up.
 
-  t.same(await migrateToLatest(db, allMigrations), since);
+  t.same(await migrateTestDatabase(db, allMigrations), since);
   const rows = (
     await sql<{ id: string; proposer_actor: string | null; proposer_credential: string | null; proposer_name: string | null; decided_by: string | null }>`
     select id, proposer_actor, proposer_credential, proposer_name, decided_by from host_proposal order by id`.execute(db)
@@ -150,7 +150,7 @@ t.test("0111: a device's stored tools survive the change to json, and a new hell
     "jsonb had sorted the keys (shortest first)",
   );
 
-  t.same(await migrateToLatest(db, allMigrations), since);
+  t.same(await migrateTestDatabase(db, allMigrations), since);
   t.same(await announcedTools(db, "d1"), storedBefore, "the row reads the same after the migration");
   await recordHello(db, "d1", { tools: [tool(["path", "startLine", "endLine"])], roots: ["/home/old"], agent: "tether-host/0.1.0" });
   const after = await announcedTools(db, "d1");

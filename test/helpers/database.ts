@@ -31,25 +31,57 @@ export async function openTestDatabase(migrations: Record<string, Migration> = a
     return handle;
   }
   const schema = `t_${process.pid}_${randomBytes(4).toString("hex")}`;
-  const admin = await openDatabase({ kind: "postgres", url: TEST_DATABASE_URL });
-  await sql`create schema ${sql.id(schema)}`.execute(admin.db);
-  await admin.close();
   const handle = await openDatabase({ kind: "postgres", url: TEST_DATABASE_URL, schema });
+  const drop = () => sql`drop schema if exists ${sql.id(schema)} cascade`.execute(handle.db).catch(() => {});
   try {
-    await migrateToLatest(handle.db, migrations);
+    await whileNoSchemaChanges(async () => {
+      await sql`create schema ${sql.id(schema)}`.execute(handle.db);
+      await migrateToLatest(handle.db, migrations);
+    });
   } catch (error) {
     // Leave no half-made schema behind.
-    await sql`drop schema ${sql.id(schema)} cascade`.execute(handle.db).catch(() => {});
+    await whileNoSchemaChanges(drop);
     await handle.close();
     throw error;
   }
   return {
     ...handle,
     async close() {
-      await sql`drop schema ${sql.id(schema)} cascade`.execute(handle.db).catch(() => {});
+      await whileNoSchemaChanges(drop);
       await handle.close();
     },
   };
+}
+
+/** `migrateToLatest` on a test database, as `openTestDatabase` migrates (on PostgreSQL, while no other test process makes or drops a schema). */
+export function migrateTestDatabase(db: DatabaseHandle["db"], migrations: Record<string, Migration>): Promise<string[]> {
+  return TEST_DATABASE_URL ? whileNoSchemaChanges(() => migrateToLatest(db, migrations)) : migrateToLatest(db, migrations);
+}
+
+/** Any constant: the advisory lock every test process on one PostgreSQL takes to make or drop its schema. */
+const SCHEMA_CHANGES_LOCK = 72_016_001;
+
+/**
+ * Runs `step` while no other test process makes or drops a schema. Why: Kysely's Migrator decides whether its
+ * tables exist by introspecting every table of every schema (`pg_get_serial_sequence` on each column), which fails
+ * with "schema … does not exist" when another session drops a schema meanwhile: test files running in parallel
+ * on one server saw that in CI-like runs (`npm run test:coverage` on PostgreSQL, 5 failures in the plugins area).
+ */
+async function whileNoSchemaChanges<T>(step: () => Promise<T>): Promise<T> {
+  const admin = await openDatabase({ kind: "postgres", url: TEST_DATABASE_URL! });
+  try {
+    // One connection holds the session-level lock from taking it to releasing it.
+    return await admin.db.connection().execute(async (connection) => {
+      await sql`select pg_advisory_lock(${SCHEMA_CHANGES_LOCK})`.execute(connection);
+      try {
+        return await step();
+      } finally {
+        await sql`select pg_advisory_unlock(${SCHEMA_CHANGES_LOCK})`.execute(connection);
+      }
+    });
+  } finally {
+    await admin.close();
+  }
 }
 
 let poolClosedAtEnd = false;
