@@ -2,6 +2,8 @@ import { connect, type Socket } from "node:net";
 import t from "tap";
 import { startTestApp } from "../../helpers/app.js";
 import { connectedDevice } from "../../host/helpers.js";
+import type { FastifyInstance } from "fastify";
+import { eventually } from "../../helpers/eventually.js";
 import { sleep } from "../../helpers/services.js";
 
 /**
@@ -32,8 +34,12 @@ function rawConnection(port: number): { socket: Socket; closed: Promise<number> 
 
 const portOf = (url: string) => Number(new URL(url).port);
 
+/** The connections the server holds now. */
+const connectionsOf = (app: FastifyInstance) =>
+  new Promise<number>((resolve, reject) => app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+
 t.test("a body trickled a byte at a time is cut off by the request timeout", async (t) => {
-  const { url } = await startTestApp(t, { env: LIMITS });
+  const { app, url } = await startTestApp(t, { env: LIMITS });
   const rssBefore = process.memoryUsage().rss;
   const slow = Array.from({ length: 50 }, () => {
     const connection = rawConnection(portOf(url));
@@ -47,7 +53,7 @@ t.test("a body trickled a byte at a time is cut off by the request timeout", asy
     return connection;
   });
 
-  await sleep(500);
+  await eventually(async () => (await connectionsOf(app)) >= 50, 10_000, "the server to hold the 50 slow connections");
   const started = Date.now();
   const health = await fetch(`${url}/healthz`);
   const latency = Date.now() - started;
@@ -85,9 +91,9 @@ t.test("slow headers are cut off by the headers timeout; idle keep-alive connect
 
 t.test("connections beyond the cap are refused; the server serves again once they go", async (t) => {
   const cap = 10;
-  const { url } = await startTestApp(t, { env: { ...LIMITS, HEADERS_TIMEOUT_MS: "20000", REQUEST_TIMEOUT_MS: "20000", MAX_CONNECTIONS: String(cap) } });
+  const { app, url } = await startTestApp(t, { env: { ...LIMITS, HEADERS_TIMEOUT_MS: "20000", REQUEST_TIMEOUT_MS: "20000", MAX_CONNECTIONS: String(cap) } });
   const held = Array.from({ length: cap }, () => rawConnection(portOf(url)));
-  await sleep(300);
+  await eventually(async () => (await connectionsOf(app)) === cap, 10_000, "the server to hold the connections within the cap");
   const extra = Array.from({ length: 5 }, () => rawConnection(portOf(url)));
   const refusedAfter = await Promise.all(extra.map((c) => c.closed));
   t.ok(Math.max(...refusedAfter) < SLACK_MS, `the ${extra.length} over the cap are closed at once`);
@@ -96,7 +102,7 @@ t.test("connections beyond the cap are refused; the server serves again once the
   t.equal(heldOpen, cap, "the ones within the cap stay open");
   for (const connection of held) connection.socket.destroy();
   await Promise.all(held.map((c) => c.closed));
-  await sleep(200);
+  await eventually(async () => (await connectionsOf(app)) === 0, 10_000, "the server to let the connections go");
   t.equal((await fetch(`${url}/healthz`)).status, 200, "served again");
 });
 
