@@ -11,6 +11,8 @@ import { loadCredential } from "../../src/device/credentials.js";
 import { runHost } from "../../src/device/host.js";
 import { builtinTools } from "../../src/tools/index.js";
 import { readJson, type TestClient } from "../helpers/client.js";
+import { TEST_REDIS_URL } from "../helpers/database.js";
+import { startHostServer } from "../host/helpers.js";
 import { eventually } from "../helpers/eventually.js";
 
 export const sha256 = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
@@ -48,4 +50,12 @@ export async function runtimeDevice(t: Test, url: string, owner: TestClient): Pr
     () => `connected (${lines.join(" | ")})`,
   );
   return { root, deviceId: (await loadCredential(configDir, url))!.deviceId };
+}
+
+/** Two replicas on one database and one Redis, sharing one blob folder, as several replicas run with the embedded store. */
+export async function replicasSharingBlobs(t: Test, name: string) {
+  const env = { BLOB_DIR: await tempDir(t, `tether-${name}-`), REDIS_URL: TEST_REDIS_URL! };
+  const first = await startHostServer(t, { env });
+  const second = await startHostServer(t, { env, database: first.database });
+  return { first, second };
 }

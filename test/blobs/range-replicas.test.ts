@@ -9,9 +9,8 @@ import t from "tap";
 import { BLOB_UPLOAD_CALL, type AnnouncedTool } from "../../src/protocol/index.js";
 import { redisTest } from "../helpers/auth.js";
 import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
-import { TEST_REDIS_URL } from "../helpers/database.js";
-import { pair, ScriptedDevice, startHostServer } from "../host/helpers.js";
-import { sha256, tempDir } from "./helpers.js";
+import { pair, ScriptedDevice } from "../host/helpers.js";
+import { replicasSharingBlobs, sha256 } from "./helpers.js";
 
 const readTool: AnnouncedTool = {
   name: "read_file",
@@ -21,10 +20,7 @@ const readTool: AnnouncedTool = {
 };
 
 redisTest(t, "a range on another replica is served once the first upload completes, whatever became of its own", async (t) => {
-  const blobDir = await tempDir(t, "tether-range-replicas-");
-  const env = { BLOB_DIR: blobDir, REDIS_URL: TEST_REDIS_URL! };
-  const first = await startHostServer(t, { env });
-  const second = await startHostServer(t, { env, database: first.database });
+  const { first, second } = await replicasSharingBlobs(t, "range-replicas");
   const email = uniqueEmail("range-replicas");
   const owner = new TestClient(first.url);
   await owner.signUp(email);

@@ -10,15 +10,10 @@ import path from "node:path";
 import t from "tap";
 import { redisTest } from "../helpers/auth.js";
 import { readJson, TestClient, uniqueEmail } from "../helpers/client.js";
-import { TEST_REDIS_URL } from "../helpers/database.js";
-import { startHostServer } from "../host/helpers.js";
-import { runtimeDevice, sha256, tempDir } from "./helpers.js";
+import { replicasSharingBlobs, runtimeDevice, sha256 } from "./helpers.js";
 
 redisTest(t, "a blob handle works when the caller and the device are on different replicas", async (t) => {
-  const blobDir = await tempDir(t, "tether-redis-blobs-");
-  const env = { BLOB_DIR: blobDir, REDIS_URL: TEST_REDIS_URL! };
-  const first = await startHostServer(t, { env });
-  const second = await startHostServer(t, { env, database: first.database });
+  const { first, second } = await replicasSharingBlobs(t, "redis-blobs");
   const email = uniqueEmail("blob-replicas");
   const onFirst = new TestClient(first.url);
   await onFirst.signUp(email);
