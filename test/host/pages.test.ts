@@ -116,8 +116,9 @@ t.test("/devices over HTTP: guarded, works without JavaScript, htmx fragments, l
 
   controller.abort();
   await reading;
-  t.ok(seen.includes("devices-changed"), "devices-changed was pushed");
-  t.ok(seen.includes("proposals-changed"), "proposals-changed was pushed");
+  t.same(seen.slice(0, 2), ["devices-changed", "proposals-changed"], "on connecting, each panel is told to fetch itself once");
+  t.ok(seen.slice(2).includes("devices-changed"), "devices-changed was pushed when the device came");
+  t.ok(seen.slice(2).includes("proposals-changed"), "proposals-changed was pushed when a change was proposed");
 
   // Someone else's device or proposal is not found; a token cannot pair from the page.
   const stranger = await signedIn(server.url);

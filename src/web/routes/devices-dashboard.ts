@@ -119,6 +119,9 @@ const liveEvents: FastifyPluginAsyncTypebox = async (fastify) => {
     const stream = openSseStream(reply.raw, EVENTS_KEEP_ALIVE_MS, { "cache-control": "no-store" });
     liveStreams.add(stream);
     const stop = fastify.tetherHost.watch(owner, (topic) => stream.send(`${topic}-changed`, { topic }));
+    // A change between the page's render and this stream's start (a device that came online meanwhile), or while a
+    // dropped stream reconnected, was never sent here: each panel fetches itself once, now that the stream is live.
+    for (const topic of ["devices", "proposals"] as const) stream.send(`${topic}-changed`, { topic });
     void stream.ended.then(() => {
       stop();
       liveStreams.delete(stream);
