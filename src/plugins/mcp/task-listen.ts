@@ -1,6 +1,6 @@
-import { PassThrough } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { StreamLease } from "../../http/stream-limits.js";
+import { openSseStream } from "../host/sse-channel.js";
 import type { McpCaller } from "./credentials.js";
 import { SERVER_INFO } from "./mcp-server.js";
 import { watchStream } from "./streams.js";
@@ -15,7 +15,8 @@ import { TASKS_EXTENSION, type McpTasks, type TaskView } from "./tasks.js";
  * state now. A listen without `taskIds` stays the SDK's (streams.ts): the SDK's listen router knows no
  * `taskIds`, so a listen that names some is served here, whole: acknowledgement, subscription id on every
  * notification, `toolsListChanged` when asked for too, keep-alives, and the graceful end (the empty
- * result) when the credential stops working or the server stops.
+ * result) when the credential stops working or the server stops, written by the host's SSE writer
+ * (`openSseStream`).
  *
  * Changes are found without a replica's memory: a proposal decided anywhere reaches this replica as a
  * `proposals` event (the host's watch), and a running call's result, written by the replica that runs it,
@@ -79,32 +80,25 @@ export async function serveTaskListen(fastify: FastifyInstance, listen: TaskList
   const following = new Set((await tasks.findOwn(caller, asked)).map((row) => row.id));
   const honored = { ...(filter.toolsListChanged === true ? { toolsListChanged: true } : {}), ...(following.size > 0 ? { taskIds: [...following] } : {}) };
 
-  const out = new PassThrough();
-  // A late refresh or keep-alive after the stream ended writes nothing (a write after end would throw).
-  out.on("error", () => {});
-  const frame = (payload: Record<string, unknown>) => {
-    if (!out.writableEnded && !out.destroyed) out.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", ...payload })}\n\n`);
-  };
+  // The project's one SSE writer: keep-alives, no idle timeout, frames batched per turn, a reader that stops
+  // reading cut off; a frame after the stream ended writes nothing.
+  reply.hijack();
+  // The content type as the SDK's own listen streams send it, without a charset.
+  const stream = openSseStream(reply.raw, KEEP_ALIVE_MS, { "content-type": "text/event-stream" });
+  const frame = (payload: Record<string, unknown>) => stream.send("message", { jsonrpc: "2.0", ...payload });
   const notify = (method: string, params: Record<string, unknown>) => frame({ method, params: { ...params, _meta: { [SUBSCRIPTION_ID]: id } } });
-  reply.code(200).header("content-type", "text/event-stream").header("cache-control", "no-cache, no-transform").header("x-accel-buffering", "no");
   notify("notifications/subscriptions/acknowledged", { notifications: honored });
 
-  let ended = false;
   const end = () => {
-    if (ended) return;
-    ended = true;
     frame({ id, result: { resultType: "complete", _meta: { [SUBSCRIPTION_ID]: id, "io.modelcontextprotocol/serverInfo": SERVER_INFO } } });
-    out.end();
+    stream.end();
   };
   if (Object.keys(honored).length === 0) {
     end();
     lease.release();
-    return reply.send(out);
+    return reply;
   }
   const followed = followTasks(fastify, context, tasks, following, (view) => notify("notifications/tasks", { ...view }));
-  const keepAlive = setInterval(() => !out.writableEnded && !out.destroyed && out.write(": keepalive\n\n"), KEEP_ALIVE_MS);
-  keepAlive.unref();
-  reply.raw.setTimeout(0);
   const close = watchStream(fastify, {
     caller,
     recheckIntervalMs: listen.recheckIntervalMs,
@@ -112,16 +106,14 @@ export async function serveTaskListen(fastify: FastifyInstance, listen: TaskList
     end,
   });
   listen.openStreams.add(close);
-  reply.raw.once("close", () => {
+  // Whoever ended it: the client, the credential, the server stopping.
+  void stream.ended.then(() => {
     listen.openStreams.delete(close);
-    ended = true;
-    clearInterval(keepAlive);
     followed();
     close();
     lease.release();
   });
-  reply.raw.once("pipe", () => reply.raw.flushHeaders());
-  return reply.send(out);
+  return reply;
 }
 
 /**
