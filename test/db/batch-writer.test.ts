@@ -3,7 +3,7 @@ import type { Test } from "tap";
 import { createBatchWriter } from "../../src/db/batch-writer.js";
 import { ACTIVITY_EVENT_COLUMNS } from "../../src/db/schema.js";
 import { eventually } from "../helpers/eventually.js";
-import { openTestDatabase } from "../helpers/database.js";
+import { openTestDatabase, rowCount } from "../helpers/database.js";
 
 const row = (userId: string, n: number) => ({ user_id: userId, event: "call", actor: "token", tool: `t${n}`, outcome: "ok" });
 
@@ -26,7 +26,7 @@ for (const [form, columns] of [
   t.test(`audit rows in batches (${form}): visible soon without a flush, none lost on a clean stop, a bad row blocks nothing`, async (t) => {
     const userId = "batch-writer-user";
     const db = await databaseWithUser(t, userId);
-    const count = async () => Number((await db.selectFrom("activity_event").select(db.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+    const count = () => rowCount(db, "activity_event");
 
     const errors: unknown[] = [];
     const writer = createBatchWriter(db, "activity_event", {

@@ -145,3 +145,15 @@ async function snapshotFingerprint(): Promise<string> {
   for (const file of [...files, "src/db/migrate.ts"]) hash.update(`${file}\n${await readFile(path.join(ROOT, file), "utf8")}\n`);
   return hash.digest("hex").slice(0, 16);
 }
+
+/** How many rows `table` holds. */
+export async function rowCount(db: DatabaseHandle["db"], table: keyof Database): Promise<number> {
+  return Number(
+    (
+      await db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll().as("n"))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+}
