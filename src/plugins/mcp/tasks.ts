@@ -195,13 +195,7 @@ export class McpTasks {
 
   /** The caller's own task; another user's or credential's, an unknown or an expired one: -32602. */
   async find(caller: McpCaller, taskId: string): Promise<TaskRow> {
-    const row = await this.db
-      .selectFrom("mcp_task")
-      .selectAll()
-      .where("id", "=", taskId)
-      .where("user_id", "=", caller.userId)
-      .where("credential", "=", caller.credentialKey)
-      .executeTakeFirst();
+    const row = await this.owned(caller).where("id", "=", taskId).executeTakeFirst();
     if (!row) throw notFound("Task not found");
     if (new Date(row.expires_at).getTime() <= Date.now()) throw notFound("Task has expired");
     return row;
@@ -210,14 +204,12 @@ export class McpTasks {
   /** The caller's own unexpired tasks among `taskIds` (what a `subscriptions/listen` stream may follow). */
   async findOwn(caller: McpCaller, taskIds: string[]): Promise<TaskRow[]> {
     if (taskIds.length === 0) return [];
-    return this.db
-      .selectFrom("mcp_task")
-      .selectAll()
-      .where("id", "in", taskIds)
-      .where("user_id", "=", caller.userId)
-      .where("credential", "=", caller.credentialKey)
-      .where("expires_at", ">", new Date())
-      .execute();
+    return this.owned(caller).where("id", "in", taskIds).where("expires_at", ">", new Date()).execute();
+  }
+
+  /** The caller's tasks: those its user started with this very credential. */
+  private owned(caller: McpCaller) {
+    return this.db.selectFrom("mcp_task").selectAll().where("user_id", "=", caller.userId).where("credential", "=", caller.credentialKey);
   }
 
   /** Cancels the caller's task if it is still working (a call running here is aborted); a decided one stays as it is. */
