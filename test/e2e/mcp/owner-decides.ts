@@ -7,7 +7,7 @@ import type { McpWorld } from "../../mcp/helpers.js";
  * and presses Approve or Reject on the proposal's own page (a plain form post, no script needed).
  * Resolves once Tether has answered the decision and the page it leads to has loaded; returns the page's
  * text before deciding. The page's whole context is closed after: closing a page in the middle of that
- * navigation could leave \`page.close()\` waiting for ever (seen in CI as a 15-minute hang).
+ * navigation could leave `page.close()` waiting for ever (seen in CI as a 15-minute hang).
  */
 export async function ownerDecides(browser: Browser, world: McpWorld, url: string, decision: "Approve" | "Reject"): Promise<string> {
   const page = await pageSignedIn(browser, world.url, world.owner.cookies);
