@@ -21,6 +21,7 @@ import * as activityEventHostLinks from "./0140_activity_event_host_links.js";
 import * as credentialDeviceGrants from "./0150_credential_device_grants.js";
 import * as mcpTask from "./0170_mcp_task.js";
 import * as mcpTaskInput from "./0180_mcp_task_input.js";
+import * as mcpUrlElicitation from "./0190_mcp_url_elicitation.js";
 
 /**
  * Migrations are imported statically (not read from a folder at run time) so they work from the
@@ -55,14 +56,16 @@ export const hostMigrations: Record<string, Migration> = {
 };
 
 /**
- * The MCP server's additions, after the host's: the per-user MCP settings, its tasks,
- * and better-auth's OAuth provider tables (for MCP clients that sign in with OAuth).
+ * The MCP server's additions, after the host's: the per-user MCP settings, its tasks, the 2025-11-25
+ * calls waiting for their retry after a URL elicitation, and better-auth's OAuth provider tables (for MCP
+ * clients that sign in with OAuth).
  */
 export const mcpMigrations: Record<string, Migration> = {
   "0040_mcp": mcp,
   "0041_oauth_provider": oauthProvider,
   "0170_mcp_task": mcpTask,
   "0180_mcp_task_input": mcpTaskInput,
+  "0190_mcp_url_elicitation": mcpUrlElicitation,
 };
 
 /** Every migration the example app runs. */

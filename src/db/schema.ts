@@ -20,6 +20,7 @@ export interface Database {
   mcp_setting: McpSettingTable;
   host_device_grant: HostDeviceGrantTable;
   mcp_task: McpTaskTable;
+  mcp_url_elicitation: McpUrlElicitationTable;
 }
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -305,4 +306,14 @@ export interface McpTaskTable {
   input_url: ColumnType<boolean, boolean | undefined, boolean>;
   /** When the client answered that input request: the task is `working` from then until the owner decides. */
   input_answered_at: Timestamp | null;
+}
+
+/** A 2025-11-25 call waiting for its retry after a URL elicitation (migrations/0190, src/plugins/mcp/legacy-elicitation.ts). */
+export interface McpUrlElicitationTable {
+  /** sha256 of the user, the credential, the tool and its arguments (canonical JSON). */
+  retry_key: string;
+  user_id: string;
+  proposal_id: string;
+  created_at: Generated<Date>;
+  expires_at: Timestamp;
 }

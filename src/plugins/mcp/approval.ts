@@ -34,16 +34,21 @@ export function proposalURL(devicesURL: string, proposalId: string): string {
   return `${devicesURL.replace(/\/devices$/, "")}${proposalPath(proposalId)}`;
 }
 
-/**
- * The URL elicitation that asks the owner to decide a proposal on its page (an `elicitation/create`
- * request in URL mode, as `inputRequests` carry it); `then` says what the client does once the user is done.
- */
-export function approvalElicitation(proposal: Pick<Proposal, "id" | "tool" | "deviceId">, devicesURL: string, then: string) {
+/** What a URL elicitation for a proposal says and where it points; `then` says what the client does once the user is done. */
+export function approvalRequest(proposal: Pick<Proposal, "id" | "tool" | "deviceId">, devicesURL: string, then: string): { message: string; url: string } {
   const url = proposalURL(devicesURL, proposal.id);
-  return inputRequired.elicitUrl({
+  return {
     message: `Tether needs the owner's approval for ${proposal.tool} on device ${proposal.deviceId} (proposal ${proposal.id}): open ${url} to approve or reject it, then ${then}.`,
     url,
-  });
+  };
+}
+
+/**
+ * The URL elicitation that asks the owner to decide a proposal on its page (an `elicitation/create`
+ * request in URL mode, as `inputRequests` carry it). At 2025-11-25 the same request is an error (legacy-elicitation.ts).
+ */
+export function approvalElicitation(proposal: Pick<Proposal, "id" | "tool" | "deviceId">, devicesURL: string, then: string) {
+  return inputRequired.elicitUrl(approvalRequest(proposal, devicesURL, then));
 }
 
 /** `input_required`: the owner's approval, at the proposal's page; the state to echo on the retry. */

@@ -71,10 +71,13 @@ export const mcpPlugin = fp<McpPluginOptions>(
     // OAuth is on when the auth instance carries the MCP OAuth plugins (see oauth.ts).
     const auth = fastify.tetherAuth;
     // Signs the approval state a 2026-07-28 client echoes (approval.ts), from the app secret.
-    const approvalKey = signedStateKey((await auth.$context).secret, "mcp-approval");
+    const secret = (await auth.$context).secret;
+    const approvalKey = signedStateKey(secret, "mcp-approval");
+    // And the session id that carries a 2025-11-25 client's URL elicitation (legacy-elicitation.ts).
+    const sessionKey = signedStateKey(secret, "mcp-legacy-session");
     const oauth = hasMcpOAuth(auth) ? { issuer: await oauthIssuer(auth), verify: oauthVerifier(auth, fastify.tetherDb, resourceURL) } : undefined;
     const recheckIntervalMs = options.recheckIntervalMs ?? 60_000;
-    const respond = createMcpResponder(fastify, { baseURL, devicesURL: `${baseURL}/devices`, approvalKey, recheckIntervalMs, openStreams, tasks });
+    const respond = createMcpResponder(fastify, { baseURL, devicesURL: `${baseURL}/devices`, approvalKey, sessionKey, recheckIntervalMs, openStreams, tasks });
     const handle = requestHandler(fastify, {
       metadataURL: `${new URL(resourceURL).origin}/.well-known/oauth-protected-resource${resourcePath}`,
       verify: oauth?.verify,

@@ -1,4 +1,4 @@
-import { Server, type CallToolResult, type InputRequiredResult, type ServerContext } from "@modelcontextprotocol/server";
+import { Server, UrlElicitationRequiredError, type CallToolResult, type InputRequiredResult, type ServerContext } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/server/validators/ajv";
 import { fenceUntrusted } from "../../tools/index.js";
@@ -10,6 +10,7 @@ import type { Proposal } from "../host/proposals.js";
 import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
 import { approvalVerifier, askForApproval, supportsUrlElicitation, type ApprovalState } from "./approval.js";
+import { urlElicitationRequired, UrlElicitationRetries } from "./legacy-elicitation.js";
 import { detailedTask, waitingMessage } from "./task-views.js";
 import type { McpCaller } from "./credentials.js";
 import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, isProposed, type McpTasks, type ProposedCall } from "./tasks.js";
@@ -40,6 +41,11 @@ export interface McpServerContext {
   audit(entry: AuditEntry): Promise<void>;
   /** Signs approval states (`requestState`): approval inside the tool call is on when it is given. */
   approvalKey?: SignedStateKey;
+  /**
+   * 2025-11-25, a client whose session declared URL-mode elicitation: a mutate tool answers -32042 with the
+   * proposal's page, and the retried call its outcome (legacy-elicitation.ts). Given only then.
+   */
+  urlElicitations?: UrlElicitationRetries;
   /** The tasks extension (2026-07-28), for clients that declare it: on when it is given. */
   tasks?: McpTasks;
   /** Blobs, when the app has them: `resource_link`s are then readable through `resources/read` (blob-resources.ts). */
@@ -142,6 +148,8 @@ export function toolCallHandler(context: McpServerContext) {
         await context.audit({ ...audited, proposalId: proposal.id, deviceId: proposal.deviceId });
         return proposalStatusResult(proposal, context.devicesURL);
       }
+      if (context.era === "legacy" && context.urlElicitations)
+        return await callWithUrlElicitation(context, context.urlElicitations, name, args, ctx.mcpReq.signal, audited);
       if (tasks && declaresTasks(ctx))
         return await callAsTask(context, tasks, name, args, { signal: ctx.mcpReq.signal, inputURL: supportsUrlElicitation(ctx) }, audited);
       const elicitURL = context.era === "modern" && context.approvalKey !== undefined && supportsUrlElicitation(ctx);
@@ -151,6 +159,8 @@ export function toolCallHandler(context: McpServerContext) {
           : proposedResult(proposal, device, context.devicesURL);
       return await callDeviceTool(context, name, args, { signal: ctx.mcpReq.signal, proposed }, audited);
     } catch (error) {
+      // -32042 is the answer itself at 2025-11-25 (a JSON-RPC error), not a failed tool.
+      if (error instanceof UrlElicitationRequiredError) throw error;
       return failureResult(error, context, name);
     }
   };
@@ -301,11 +311,61 @@ async function followApproval(
   const proposal = await context.host.proposal(context.caller.userId, state.p, context.caller.deviceIds);
   if (proposal.tool !== name) throw new Refusal("INVALID_INPUT", `This approval state belongs to a ${proposal.tool} call, not ${name}`);
   await context.audit({ ...audited, proposalId: proposal.id, deviceId: proposal.deviceId });
-  if ((proposal.status === "pending" || proposal.status === "applying") && context.approvalKey) {
-    return askForApproval(context.approvalKey, context.caller, proposal, context.devicesURL);
+  if (isUndecided(proposal) && context.approvalKey) return askForApproval(context.approvalKey, context.caller, proposal, context.devicesURL);
+  return decidedResult(proposal, context.devicesURL);
+}
+
+/**
+ * A mutate tool at 2025-11-25 for a client that declared URL-mode elicitation (legacy-elicitation.ts): a
+ * new call proposes and answers -32042 with the proposal's page; the retried call answers -32042 again
+ * while the proposal waits, then its outcome, once. A read tool answers as for any client.
+ */
+async function callWithUrlElicitation(
+  context: McpServerContext,
+  retries: UrlElicitationRetries,
+  name: string,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+  audited: AuditEntry,
+): Promise<CallToolResult> {
+  const { caller } = context;
+  const key = UrlElicitationRetries.keyOf(caller, name, args);
+  const waiting = await retries.waiting(caller.userId, key);
+  const earlier = waiting ? await context.host.proposal(caller.userId, waiting, caller.deviceIds).catch(unlessNotFound) : undefined;
+  if (earlier) {
+    await context.audit({ ...audited, proposalId: earlier.id, deviceId: earlier.deviceId });
+    if (isUndecided(earlier)) throw urlElicitationRequired(earlier, context.devicesURL);
+    await retries.forget(key);
+    return decidedResult(earlier, context.devicesURL);
   }
-  const result = proposalStatusResult(proposal, context.devicesURL);
+  const outcome = await callDeviceTool(context, name, args, { signal, proposed: (proposal): NewProposal => ({ newProposal: proposal }) }, audited);
+  if (!isNewProposal(outcome)) return outcome;
+  await retries.remember(caller.userId, key, outcome.newProposal);
+  throw urlElicitationRequired(outcome.newProposal, context.devicesURL);
+}
+
+interface NewProposal {
+  newProposal: Proposal;
+}
+
+function isNewProposal(outcome: object): outcome is NewProposal {
+  return "newProposal" in outcome;
+}
+
+function isUndecided(proposal: Proposal): boolean {
+  return proposal.status === "pending" || proposal.status === "applying";
+}
+
+/** A decided proposal as its call's result: applied, the result; rejected, expired or failed, a refusal with the status. */
+function decidedResult(proposal: Proposal, devicesURL: string): CallToolResult {
+  const result = proposalStatusResult(proposal, devicesURL);
   return proposal.status === "applied" ? result : { ...result, isError: true };
+}
+
+/** A proposal gone since (its device deleted, outside the grant now): as if there were none. */
+function unlessNotFound(error: unknown): undefined {
+  if (error instanceof HostError && error.code === "PROPOSAL_NOT_FOUND") return undefined;
+  throw error;
 }
 
 type CalledDevice = Pick<DeviceView, "id" | "name" | "online" | "tools">;

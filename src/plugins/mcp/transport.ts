@@ -1,11 +1,13 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
-import { createMcpHandler, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
+import { createMcpHandler, isInitializeRequest, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { SignedStateKey } from "../../crypto/signed-state.js";
 import type { StreamLease } from "../../http/stream-limits.js";
 import * as audit from "../host/audit.js";
 import type { McpCaller } from "./credentials.js";
 import { fastToolCall, serveFastToolCall } from "./fast-call.js";
+import { legacySessionId, sessionDeclaresUrlElicitation, UrlElicitationRetries } from "./legacy-elicitation.js";
 import { createMcpServer, type McpServerContext } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
@@ -19,6 +21,8 @@ export interface McpTransportOptions {
   devicesURL: string;
   /** Signs the approval state a 2026-07-28 client echoes (approval.ts). */
   approvalKey: Parameters<typeof createMcpServer>[0]["approvalKey"];
+  /** Signs the session id that carries a 2025-11-25 client's declared URL elicitation (legacy-elicitation.ts). */
+  sessionKey: SignedStateKey;
   recheckIntervalMs: number;
   /** Closers of open notification streams (the plugin closes them before the server stops). */
   openStreams: Set<() => void>;
@@ -40,9 +44,11 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
 
   // Blob resource_links are readable through resources/read when the app keeps blobs.
   const blobs = fastify.hasDecorator("tetherBlobs") ? { service: fastify.tetherBlobs, urlPrefix: `${baseURL}/api/host/blobs/` } : undefined;
-  const contextFor = (caller: McpCaller, era: "legacy" | "modern"): McpServerContext => {
+  const urlElicitations = new UrlElicitationRetries(db);
+  const contextFor = (caller: McpCaller, era: "legacy" | "modern", declaresUrlElicitation = false): McpServerContext => {
     let allowsActions: Promise<boolean> | undefined;
     return {
+      ...(declaresUrlElicitation ? { urlElicitations } : {}),
       host: fastify.tetherHost,
       caller,
       // Read once per request, and only by a request that needs it (tools/list, an action tool).
@@ -56,7 +62,8 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
       onInternalError: (error) => fastify.log.error({ err: error }, "mcp: tool call failed"),
     };
   };
-  const serverFor = (caller: McpCaller, era: "legacy" | "modern") => createMcpServer(contextFor(caller, era));
+  const serverFor = (caller: McpCaller, era: "legacy" | "modern", declaresUrlElicitation = false) =>
+    createMcpServer(contextFor(caller, era, declaresUrlElicitation));
 
   /**
    * The SDK's HTTP entry for 2026-07-28, per request (`server/discover`, the `_meta` envelope, the
@@ -69,14 +76,20 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   });
   fastify.addHook("onClose", () => handler.close());
 
-  /** 2025-era traffic: a fresh stateless transport per request; a GET holds the notification stream. */
+  /**
+   * 2025-era traffic: a fresh stateless transport per request; a GET holds the notification stream. The
+   * one session id Tether gives, to a client that declares URL-mode elicitation, carries that declaration
+   * to whichever replica serves its later requests (legacy-elicitation.ts).
+   */
   const legacy = async (request: FastifyRequest, reply: FastifyReply, caller: McpCaller, webRequest: Request, lease: StreamLease | undefined) => {
-    const server = serverFor(caller, "legacy");
+    const server = serverFor(caller, "legacy", sessionDeclaresUrlElicitation(options.sessionKey, request.headers["mcp-session-id"]));
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
     reply.code(response.status);
     for (const [name, value] of response.headers) reply.header(name, value);
+    const sessionId = response.status === 200 && isInitializeRequest(request.body) ? legacySessionId(options.sessionKey, request.body) : undefined;
+    if (sessionId) reply.header("mcp-session-id", sessionId);
     if (request.method === "GET" && response.status === 200 && response.body) {
       // Long-lived by design: exempt from the server's idle-socket timeout (CONNECTION_TIMEOUT_MS).
       reply.raw.setTimeout(0);

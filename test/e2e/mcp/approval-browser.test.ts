@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { UrlElicitationRequiredError, type Client } from "@modelcontextprotocol/client";
 import t from "tap";
 import { chromiumAvailable, launchChromium } from "../browser/support.js";
 import { builtExecutable } from "../../host/executable.js";
@@ -7,14 +8,24 @@ import { mcpWorld } from "../../mcp/helpers.js";
 import { connectV2, rawWriteFileCall } from "../../mcp/v2.js";
 import { ownerDecides } from "./owner-decides.js";
 
+/** The URL elicitation a 2025-11-25 write_file call answers with (-32042); throws if it answers anything else. */
+async function urlElicitationOf(client: Client, args: Record<string, unknown>): Promise<{ mode: string; url: string; elicitationId: string }> {
+  const error = await client.callTool({ name: "write_file", arguments: args }).then(
+    (result) => new Error(`expected -32042, got ${JSON.stringify(result.structuredContent)}`),
+    (error: unknown) => error,
+  );
+  if (!(error instanceof UrlElicitationRequiredError)) throw error;
+  return error.elicitations[0] as { mode: string; url: string; elicitationId: string };
+}
+
 /**
  * Approval inside one tool call, end to end: the official SDK v2 client calls a mutate tool at
  * 2026-07-28 and gets input_required with the proposal's URL; the owner, signed in to Tether in
  * Chromium, opens it and presses Approve; the client's retry gets the applied result, and the real
  * device's disk changed. A forged requestState is refused. At 2025-11-25 the same client, declaring URL
- * elicitation too, gets the proposal and its link instead (Tether serves that revision statelessly, so
- * it cannot send an elicitation/create mid-call; docs/mcp.md): the owner approves at that link in
- * Chromium and proposal_status reports the applied result.
+ * elicitation in initialize, gets that revision's form of it: the JSON-RPC error -32042 with the proposal's
+ * page (the SDK's UrlElicitationRequiredError); the owner decides there in Chromium and the client's retry
+ * of the same call gets the applied result or the refusal.
  */
 if (!chromiumAvailable(t)) process.exit(0);
 
@@ -53,24 +64,24 @@ t.test("a forged requestState is refused before the tool runs", async (t) => {
   t.equal(await readFile(path.join(world.root, "notes.txt"), "utf8"), "approved by the owner\n", "nothing changed");
 });
 
-t.test("at 2025-11-25 the client gets the proposal's link; the owner approves there in Chromium; proposal_status has the applied result", async (t) => {
+t.test("at 2025-11-25 the client gets -32042 with the proposal's page; the owner approves there in Chromium; the retry gets the applied result", async (t) => {
   const client = await connectV2(t, world.url, world.token, "2025-11-25", { elicitation: { url: {} } });
   let elicited = 0;
   client.setRequestHandler("elicitation/create", async () => (elicited++, { action: "accept" }));
   const content = "approved at 2025-11-25\n";
-  const proposed = await client.callTool({ name: "write_file", arguments: { device: "approval-box", path: "notes.txt", content } });
-  const { proposalId, approveAt } = proposed.structuredContent as { proposalId: string; approveAt: string; status: string };
-  t.match(proposed.structuredContent, { status: "pending", approveAt: new RegExp(`^${world.url}/devices/proposals/`) });
+  const args = { device: "approval-box", path: "notes.txt", content };
+  const asked = await urlElicitationOf(client, args);
+  t.match(asked, { mode: "url", url: new RegExp(`^${world.url}/devices/proposals/`) });
   t.equal(await readFile(path.join(world.root, "notes.txt"), "utf8"), "approved by the owner\n", "nothing changed before the owner decided");
-  t.match(await ownerDecides(browser, world, approveAt, "Approve"), /notes\.txt/);
-  const status = await client.callTool({ name: "proposal_status", arguments: { proposalId } });
-  t.notOk(status.isError);
-  t.match(status.structuredContent, { proposalId, status: "applied" });
-  t.equal(elicited, 0, "no elicitation/create at 2025-11-25: the link is the way");
+  t.match(await ownerDecides(browser, world, asked.url, "Approve"), /notes\.txt/);
+  const result = await client.callTool({ name: "write_file", arguments: args });
+  t.notOk(result.isError);
+  t.match(result.structuredContent, { proposalId: asked.elicitationId, status: "applied" });
+  t.equal(elicited, 0, "no elicitation/create at 2025-11-25: the error carries the URL");
   t.equal(await readFile(path.join(world.root, "notes.txt"), "utf8"), content, "the device's disk changed, after the approval");
 });
 
-t.test("the owner rejects in Chromium: at 2026-07-28 the retry is the refusal, at 2025-11-25 proposal_status says so", async (t) => {
+t.test("the owner rejects in Chromium: at either revision the retry is the refusal", async (t) => {
   const before = await readFile(path.join(world.root, "notes.txt"), "utf8");
   const args = { device: "approval-box", path: "notes.txt", content: "rejected by the owner\n" };
   const modern = await connectV2(t, world.url, world.token, "2026-07-28", { elicitation: { url: {} } });
@@ -83,9 +94,10 @@ t.test("the owner rejects in Chromium: at 2026-07-28 the retry is the refusal, a
   t.match(refused.structuredContent, { status: "rejected" });
 
   const legacy = await connectV2(t, world.url, world.token, "2025-11-25", { elicitation: { url: {} } });
-  const proposed = (await legacy.callTool({ name: "write_file", arguments: args })).structuredContent as { proposalId: string; approveAt: string };
-  await ownerDecides(browser, world, proposed.approveAt, "Reject");
-  const status = await legacy.callTool({ name: "proposal_status", arguments: { proposalId: proposed.proposalId } });
-  t.match(status.structuredContent, { proposalId: proposed.proposalId, status: "rejected" });
+  const asked = await urlElicitationOf(legacy, args);
+  await ownerDecides(browser, world, asked.url, "Reject");
+  const retried = await legacy.callTool({ name: "write_file", arguments: args });
+  t.equal(retried.isError, true);
+  t.match(retried.structuredContent, { proposalId: asked.elicitationId, status: "rejected" });
   t.equal(await readFile(path.join(world.root, "notes.txt"), "utf8"), before, "nothing changed");
 });

@@ -5,9 +5,10 @@ Usage: python-client.py <mcp url> <bearer token> <mode: auto | legacy> <device i
 Scenarios (the last stdout line is always one JSON object, the outcome):
 - basic: the negotiated revision, the tool names, a read tool's result and a mutate tool's structured result.
 - approve: a client with an elicitation callback (the SDK then declares URL-mode elicitation) calls
-  write_file. Whenever there is a URL for the owner (an elicitation at 2026-07-28; the proposal's link at
-  2025-11-25, followed with proposal_status), it prints {"url": ...} and waits for a line on stdin: the
-  test has the owner decide in Chromium meanwhile.
+  write_file. Whenever there is a URL for the owner (an elicitation at 2026-07-28; the error -32042 at
+  2025-11-25, after which the call is retried; for a client without either, the proposal's link, followed
+  with proposal_status), it prints {"url": ...} and waits for a line on stdin: the test has the owner
+  decide in Chromium meanwhile.
 - grants: tools/list, list_devices and a stat naming another device, for a token limited to chosen devices.
 - forged (2026-07-28): write_file retried with a made-up requestState, and with the server's own one altered
   (the first round taken by hand, `allow_input_required=True`): the JSON-RPC error codes.
@@ -19,9 +20,10 @@ import sys
 
 import anyio
 from mcp import types
+from mcp.types import URL_ELICITATION_REQUIRED
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 
@@ -55,8 +57,22 @@ async def on_elicit(_context, params):
     return types.ElicitResult(action="accept")
 
 
+async def call_with_url_elicitation(client: Client, name: str, args: dict) -> types.CallToolResult:
+    """At 2025-11-25 the URL comes as the error -32042: show it, then retry the same call (at most 3 times)."""
+    for _ in range(3):
+        try:
+            return await client.call_tool(name, args)
+        except MCPError as error:
+            if error.code != URL_ELICITATION_REQUIRED:
+                raise
+            for elicitation in UrlElicitationRequiredError.from_error(error.error).elicitations:
+                elicited.append("-32042")
+                await show_to_owner(elicitation.url)
+    return await client.call_tool(name, args)
+
+
 async def approve(client: Client, device: str, _other: str) -> dict:
-    result = await client.call_tool("write_file", {"device": device, "path": "notes.txt", "content": "approved through python\n"})
+    result = await call_with_url_elicitation(client, "write_file", {"device": device, "path": "notes.txt", "content": "approved through python\n"})
     first = outcome(result)
     structured = result.structured_content or {}
     if structured.get("status") == "pending":

@@ -21,8 +21,8 @@ import { ownerDecides } from "./owner-decides.js";
  * tool, a mutate tool that proposes; a host:read token sees and calls no tool that changes anything.
  * With an elicitation callback (the SDK then declares URL-mode elicitation) a mutate tool's approval
  * completes end to end: the owner approves or rejects in Chromium at the URL the client was given (an
- * input_required elicitation at 2026-07-28; the proposal's link at 2025-11-25, which Tether serves
- * statelessly and so without server-to-client requests). A token limited to one device sees and reaches
+ * input_required elicitation at 2026-07-28; the error -32042 at 2025-11-25, after which the client retries
+ * the same call). A token limited to one device sees and reaches
  * no other. Against the real server and the real device executable. The SDK lives in a virtual environment made once (`MCP_PYTHON_VENV`, default
  * node_modules/.cache/mcp-python): pip is slow here, so it is cached, not made per run.
  */
@@ -150,8 +150,8 @@ for (const [mode, revision] of [
     t.equal(outcome.protocolVersion, revision);
     t.equal(shown.length, 1, "one URL for the owner");
     t.match(shown[0], new RegExp(`^${world.url}/devices/proposals/`));
-    // 2026-07-28: the URL came as an elicitation; 2025-11-25: as the proposal's link in the result.
-    t.same(outcome.elicited, revision === "2026-07-28" ? ["url"] : []);
+    // 2026-07-28: the URL came as an elicitation; 2025-11-25: as the error -32042, and the call was retried.
+    t.same(outcome.elicited, revision === "2026-07-28" ? ["url"] : ["-32042"]);
     t.notOk(outcome.result.isError);
     t.match(outcome.result.structured, { status: "applied" });
     t.equal(await notes(), "approved through python\n", "the device's disk changed");
@@ -161,7 +161,7 @@ for (const [mode, revision] of [
     await writeFile(path.join(world.root, "notes.txt"), "first line\n");
     const outcome = await interactive(t, token, mode, "approve", async (url) => void (await ownerDecides(browser, world, url, "Reject")));
     t.match(outcome.result.structured, { status: "rejected" });
-    if (revision === "2026-07-28") t.equal(outcome.result.isError, true, "the retried call is a refusal");
+    t.equal(outcome.result.isError, true, "the retried call is a refusal");
     t.equal(await notes(), "first line\n", "nothing changed");
   });
 
