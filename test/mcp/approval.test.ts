@@ -1,17 +1,14 @@
 import t from "tap";
 import { signedStateKey, signState, verifyState } from "../../src/crypto/signed-state.js";
-import { connectedDevice, signedIn, startHostServer } from "../host/helpers.js";
+import { signedIn } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { TEST_SECRET } from "../helpers/app.js";
 import { readJson } from "../helpers/client.js";
+import { approvalWorld } from "./helpers.js";
 import { connectV2, rawWriteFileCall } from "./v2.js";
 
 /** Approval inside one tool call at 2026-07-28: input_required with a URL elicitation, a signed requestState. */
-const app = await startHostServer(t);
-const { url } = app;
-const { owner, deviceId, device } = await connectedDevice(t, url, "box");
-device.serve((call) => (call.mode === "plan" ? { diff: "", summary: `Write ${call.input.path}` } : { written: call.input.path }));
-const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
+const { url, owner, deviceId, token } = await approvalWorld(t);
 const URL_ELICITATION = { elicitation: { url: {} } };
 
 /** One raw 2026-07-28 tools/call from a client that declares URL-mode elicitation. */

@@ -87,3 +87,15 @@ export async function tasksWorld(t: Test) {
 
 /** The capabilities of a client that declares the tasks extension. */
 export const TASKS = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+
+/**
+ * For approval tests without the executable: a real server, an owner whose connected (scripted) device
+ * plans every write with an empty diff and applies it by naming the path, and the owner's host:call token.
+ */
+export async function approvalWorld(t: Test) {
+  const app = await startHostServer(t);
+  const { owner, deviceId, device } = await connectedDevice(t, app.url, "box");
+  device.serve((call) => (call.mode === "plan" ? { diff: "", summary: `Write ${call.input.path}` } : { written: call.input.path }));
+  const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
+  return { app, url: app.url, owner, deviceId, device, token };
+}

@@ -1,10 +1,11 @@
 import { UrlElicitationRequiredError, type Client, type StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import t, { type Test } from "tap";
-import { connectedDevice, startHostServer } from "../host/helpers.js";
+import { startHostServer } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson } from "../helpers/client.js";
 import { rowCount } from "../helpers/database.js";
-import { connectV2 } from "./v2.js";
+import { approvalWorld } from "./helpers.js";
+import { connectV2, rawLegacyWriteFileCall } from "./v2.js";
 
 /**
  * Approval inside the tool call at 2025-11-25 (the SDK v2 client's `initialize` handshake): a client that
@@ -12,11 +13,7 @@ import { connectV2 } from "./v2.js";
  * the same call gets -32042 again while the proposal waits, then the applied result or the refusal. Any
  * other 2025-11-25 client gets the proposal and its link, as before.
  */
-const app = await startHostServer(t);
-const { url } = app;
-const { owner, deviceId, device } = await connectedDevice(t, url, "box");
-device.serve((call) => (call.mode === "plan" ? { diff: "", summary: `Write ${call.input.path}` } : { written: call.input.path }));
-const token = await mintToken(owner, { name: "agent", scopes: ["host:call"] });
+const { app, url, owner, deviceId, device, token } = await approvalWorld(t);
 const URL_ELICITATION = { elicitation: { url: {} } };
 
 /** The call's -32042, or a failure naming what came instead. */
@@ -83,28 +80,8 @@ t.test("a client that declared nothing, or a forged session id: the proposal and
   const result = await plain.callTool({ name: "write_file", arguments: { device: deviceId, path: "c.txt", content: "z" } });
   t.match(result.structuredContent, { status: "pending", proposalId: /./ });
 
-  const forged = await fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-      "mcp-session-id": "eyJlbGljaXRhdGlvbiI6WyJ1cmwiXX0.forged",
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: "write_file", arguments: { device: deviceId, path: "d.txt", content: "w" } },
-    }),
-  });
-  t.equal(forged.status, 200);
-  t.match(
-    ((await forged.json()) as { result: { structuredContent: unknown } }).result.structuredContent,
-    { status: "pending" },
-    "a forged session id declares nothing",
-  );
+  const forged = await rawLegacyWriteFileCall(url, token, { device: deviceId, path: "d.txt", content: "w" }, "eyJlbGljaXRhdGlvbiI6WyJ1cmwiXX0.forged");
+  t.match(forged.result.structuredContent, { status: "pending" }, "a forged session id declares nothing");
 });
 
 t.test("another replica (same database, same secret) reads the session id and finds the waiting call", async (t) => {
@@ -112,18 +89,7 @@ t.test("another replica (same database, same secret) reads the session id and fi
   const args = { device: deviceId, path: "e.txt", content: "v" };
   const asked = await elicitationOf(t, client, args);
   const replica = await startHostServer(t, { database: app.database });
-  const retried = await fetch(`${replica.url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-      "mcp-session-id": (client.transport as StreamableHTTPClientTransport).sessionId!,
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "write_file", arguments: args } }),
-  });
-  const body = (await retried.json()) as { error?: { code: number; data: { elicitations: { url: string }[] } } };
+  const body = await rawLegacyWriteFileCall(replica.url, token, args, (client.transport as StreamableHTTPClientTransport).sessionId);
   t.equal(body.error?.code, -32042);
   t.equal(proposalIdOf(body.error!.data.elicitations[0]!.url), proposalIdOf(asked!.url), "the same proposal, from the other replica");
   const waiting = await rowCount(app.database.db, "mcp_url_elicitation");

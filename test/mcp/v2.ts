@@ -76,6 +76,22 @@ export async function rawWriteFileCall(url: string, bearer: string, args: Record
   return response.json();
 }
 
+/** One raw 2025-11-25 `tools/call` of write_file (no initialize: Tether serves that revision statelessly), with a session id if given; its JSON-RPC answer. */
+export async function rawLegacyWriteFileCall(url: string, bearer: string, args: Record<string, unknown>, sessionId?: string): Promise<any> {
+  const response = await fetch(`${url}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${bearer}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+      ...(sessionId ? { "mcp-session-id": sessionId } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "write_file", arguments: args } }),
+  });
+  return response.json();
+}
+
 let framedId = 0;
 /**
  * One 2026-07-28 request already framed by a client (the tasks client's `rawDispatch`: `_meta` in place), POSTed
