@@ -21,6 +21,8 @@ import { fmt } from "./autocannon.js";
 const MB = Number(process.env.BENCH_BLOB_MB ?? 1024);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const NGINX = "/usr/sbin/nginx";
+/** Node flags for the server process, to profile it (`BENCH_BLOB_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof"`, `--trace-gc`). */
+const SERVER_FLAGS = (process.env.BENCH_BLOB_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -39,9 +41,14 @@ async function memoryMb(pid: number): Promise<{ rss: number; peak: number }> {
 }
 
 /** CPU seconds (user + system, every thread) a process has used so far. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).split(") ")[1]!.split(" ");
+async function cpuSeconds(pid: number, stat = `/proc/${pid}/stat`): Promise<number> {
+  const fields = (await readFile(stat, "utf8")).split(") ")[1]!.split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds of a process's main thread (its JavaScript, and the system calls it makes itself). */
+async function mainThreadCpuSeconds(pid: number): Promise<number> {
+  return cpuSeconds(pid, `/proc/${pid}/task/${pid}/stat`);
 }
 
 /** Resets a process's peak (VmHWM) to its current RSS, so the next peak is the transfer's. */
@@ -101,10 +108,13 @@ export async function benchBlobs(): Promise<void> {
     await chmod(work, 0o755);
     await mkdir(root, { mode: 0o755 });
     const file = path.join(root, "big.bin");
+    // What writing a new file costs this machine now (its page cache filled), the store's part of every upload.
+    const writeCpuStart = process.cpuUsage();
     await writeTestFile(file, MB);
+    const writeCpu = process.cpuUsage(writeCpuStart);
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const server = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    const server = spawn(process.execPath, [...SERVER_FLAGS, "--import", "tsx", "src/server.ts"], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -119,7 +129,7 @@ export async function benchBlobs(): Promise<void> {
         REQUEST_TIMEOUT_MS: "600000",
         BLOB_QUOTA_MB: String(MB * 3),
       },
-      stdio: ["ignore", "ignore", "pipe"],
+      stdio: ["ignore", SERVER_FLAGS.length > 0 ? "inherit" : "ignore", "pipe"],
     });
     children.push(server);
     server.stderr.resume();
@@ -169,11 +179,17 @@ export async function benchBlobs(): Promise<void> {
     // The device's upload alone (device → server's store, nothing streamed on): a one-byte range of a fresh
     // handle, which waits for the whole upload before it is served.
     const uploadOnly = await makeHandle();
-    const cpuOf = async () => ({ server: await cpuSeconds(server.pid!), device: await cpuSeconds(device.pid!), client: process.cpuUsage() });
+    const cpuOf = async () => ({
+      server: await cpuSeconds(server.pid!),
+      serverMain: await mainThreadCpuSeconds(server.pid!),
+      device: await cpuSeconds(device.pid!),
+      client: process.cpuUsage(),
+    });
     const cpuSince = async (start: Awaited<ReturnType<typeof cpuOf>>) => {
       const client = process.cpuUsage(start.client);
       return {
         server: (await cpuSeconds(server.pid!)) - start.server,
+        serverMain: (await mainThreadCpuSeconds(server.pid!)) - start.serverMain,
         device: (await cpuSeconds(device.pid!)) - start.device,
         client: (client.user + client.system) / 1e6,
       };
@@ -228,10 +244,11 @@ export async function benchBlobs(): Promise<void> {
     console.log(`  second fetch (from the embedded store)        ${fmt(rate(second))} MB/s  (${fmt((rate(second) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  nginx, the same file from disk (baseline)     ${fmt(rate(baseline))} MB/s`);
     const perGiB = (seconds: number) => fmt((seconds * 1024) / MB, 2);
-    const cpuLine = (c: { server: number; device: number; client: number }) =>
-      `server ${perGiB(c.server)}, device ${perGiB(c.device)}, client ${perGiB(c.client)}`;
+    const cpuLine = (c: { server: number; serverMain: number; device: number; client: number }) =>
+      `server ${perGiB(c.server)} (main thread ${perGiB(c.serverMain)}), device ${perGiB(c.device)}, client ${perGiB(c.client)}`;
     console.log(`  CPU s per GiB, upload alone: ${cpuLine(uploadCpu)}`);
     console.log(`  CPU s per GiB, first fetch:  ${cpuLine(firstCpu)}`);
+    console.log(`  CPU s per GiB, writing the test file (a new file, as the store writes one): ${perGiB((writeCpu.user + writeCpu.system) / 1e6)}`);
     console.log(`  CPU s per GiB, nginx: client ${perGiB((nginxClientCpu.user + nginxClientCpu.system) / 1e6)} (nginx itself sends with sendfile)`);
     const growth = (was: { rss: number }, now: { peak: number }) => `${fmt(was.rss)} MB before, peak ${fmt(now.peak)} MB (+${fmt(now.peak - was.rss)} MB)`;
     console.log(`  server RSS, upload alone: ${growth(beforeUpload.server, afterUpload.server)}; first fetch: ${growth(before.server, after.server)}`);
