@@ -18,7 +18,7 @@ import { serveBlobResources } from "./blob-resources.js";
 import type { BlobService } from "../host/blobs/service.js";
 import type { ErrorOutput, RunOutput } from "./outputs.js";
 import { buildCatalog, DEVICE_ARGUMENT, findDevice, LIST_DEVICES, PROPOSAL_STATUS } from "./catalog.js";
-import { listDevicesResult, proposalStatusResult, proposedResult } from "./tool-results.js";
+import { decidedResult, isUndecided, listDevicesResult, proposalStatusResult, proposedResult } from "./tool-results.js";
 
 /**
  * One user's MCP server (the SDK's low-level `Server`): tools/list from their devices, tools/call
@@ -350,16 +350,6 @@ interface NewProposal {
 
 function isNewProposal(outcome: object): outcome is NewProposal {
   return "newProposal" in outcome;
-}
-
-function isUndecided(proposal: Proposal): boolean {
-  return proposal.status === "pending" || proposal.status === "applying";
-}
-
-/** A decided proposal as its call's result: applied, the result; rejected, expired or failed, a refusal with the status. */
-function decidedResult(proposal: Proposal, devicesURL: string): CallToolResult {
-  const result = proposalStatusResult(proposal, devicesURL);
-  return proposal.status === "applied" ? result : { ...result, isError: true };
 }
 
 /** A proposal gone since (its device deleted, outside the grant now): as if there were none. */

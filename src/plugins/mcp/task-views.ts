@@ -2,7 +2,7 @@ import type { HostService } from "../host/service.js";
 import { approvalElicitation, proposalURL } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
 import { APPROVAL_INPUT_KEY, taskView, type TaskRow, type TaskView } from "./tasks.js";
-import { proposalStatusResult } from "./tool-results.js";
+import { decidedResult, isUndecided } from "./tool-results.js";
 
 /**
  * A task as the client sees it, on `tasks/get` and in `notifications/tasks` alike (the extension wants
@@ -27,14 +27,12 @@ export async function detailedTask(context: TaskViewContext, row: TaskRow): Prom
     const inputRequests = { [APPROVAL_INPUT_KEY]: approvalElicitation(proposal, context.devicesURL, "answer: the task completes when the owner has decided") };
     return taskView(row, { status: "input_required", statusMessage: waitingMessage(context.devicesURL, proposal.id), inputRequests });
   }
-  if (proposal.status === "pending" || proposal.status === "applying")
-    return taskView(row, { status: "working", statusMessage: waitingMessage(context.devicesURL, proposal.id) });
-  const result = proposalStatusResult(proposal, context.devicesURL);
+  if (isUndecided(proposal)) return taskView(row, { status: "working", statusMessage: waitingMessage(context.devicesURL, proposal.id) });
   const decided = proposal.finishedAt ?? proposal.decidedAt;
   return taskView(row, {
     status: "completed",
     statusMessage: `The proposal is ${proposal.status}`,
     ...(decided ? { lastUpdatedAt: new Date(decided).toISOString() } : {}),
-    result: { resultType: "complete", ...(proposal.status === "applied" ? result : { ...result, isError: true }) },
+    result: { resultType: "complete", ...decidedResult(proposal, context.devicesURL) },
   });
 }

@@ -64,3 +64,14 @@ export function proposalStatusResult(proposal: Proposal, devicesURL: string): Ca
   }
   return { content, structuredContent: status };
 }
+
+/** Whether the owner has yet to decide a proposal (an approval in progress counts as undecided). */
+export function isUndecided(proposal: Pick<Proposal, "status">): boolean {
+  return proposal.status === "pending" || proposal.status === "applying";
+}
+
+/** A decided proposal as its call's result: applied, the result; rejected, expired or failed, a refusal with the status. */
+export function decidedResult(proposal: Proposal, devicesURL: string): CallToolResult {
+  const result = proposalStatusResult(proposal, devicesURL);
+  return proposal.status === "applied" ? result : { ...result, isError: true };
+}

@@ -1,6 +1,13 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
-import { createMcpHandler, isInitializeRequest, isLegacyRequest, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type AuthInfo,
+  type Server,
+} from "@modelcontextprotocol/server";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
 import type { StreamLease } from "../../http/stream-limits.js";
@@ -68,54 +75,13 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
   /**
    * The SDK's HTTP entry for 2026-07-28, per request (`server/discover`, the `_meta` envelope, the
    * standard headers, `resultType`); the caller, authenticated above, rides in `authInfo`. 2025-era
-   * traffic goes to `legacy` below (the SDK's own routing predicate decides), as before: JSON answers.
+   * traffic goes to `serveLegacy` below (the SDK's own routing predicate decides), as before: JSON answers.
    */
   const handler = createMcpHandler((ctx) => serverFor(callerOf(ctx.authInfo), ctx.era), {
     legacy: "reject",
     onerror: (error) => fastify.log.debug({ err: error }, "mcp: request refused by the protocol layer"),
   });
   fastify.addHook("onClose", () => handler.close());
-
-  /**
-   * 2025-era traffic: a fresh stateless transport per request; a GET holds the notification stream. The
-   * one session id Tether gives, to a client that declares URL-mode elicitation, carries that declaration
-   * to whichever replica serves its later requests (legacy-elicitation.ts).
-   */
-  const legacy = async (request: FastifyRequest, reply: FastifyReply, caller: McpCaller, webRequest: Request, lease: StreamLease | undefined) => {
-    const server = serverFor(caller, "legacy", sessionDeclaresUrlElicitation(options.sessionKey, request.headers["mcp-session-id"]));
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
-    reply.code(response.status);
-    for (const [name, value] of response.headers) reply.header(name, value);
-    const sessionId = response.status === 200 && isInitializeRequest(request.body) ? legacySessionId(options.sessionKey, request.body) : undefined;
-    if (sessionId) reply.header("mcp-session-id", sessionId);
-    if (request.method === "GET" && response.status === 200 && response.body) {
-      // Long-lived by design: exempt from the server's idle-socket timeout (CONNECTION_TIMEOUT_MS).
-      reply.raw.setTimeout(0);
-      const close = watchStream(fastify, {
-        caller,
-        recheckIntervalMs,
-        onToolsChanged: () => void server.sendToolListChanged().catch(() => {}),
-        // Ends the transport's stream, and so the response.
-        end: () => void server.close().catch(() => {}),
-      });
-      openStreams.add(close);
-      request.raw.once("close", () => {
-        openStreams.delete(close);
-        close();
-        lease?.release();
-      });
-      // The head leaves now: otherwise it waits for the transport's first write (a keep-alive, 15 s on),
-      // and the client cannot tell its stream is open.
-      reply.raw.once("pipe", () => reply.raw.flushHeaders());
-      return reply.send(Readable.fromWeb(response.body as never));
-    }
-    lease?.release();
-    const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
-    await server.close();
-    return reply.send(body);
-  };
 
   return async (request, reply, caller, lease) => {
     // A plain 2026-07-28 tools/call skips the SDK's HTTP round trip (fast-call.ts says why and when).
@@ -144,8 +110,63 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
       for (const [name, value] of response.headers) reply.header(name, value);
       return reply.send(response.body ? Buffer.from(await response.arrayBuffer()) : undefined);
     }
-    return legacy(request, reply, caller, webRequest, lease);
+    const server = serverFor(caller, "legacy", sessionDeclaresUrlElicitation(options.sessionKey, request.headers["mcp-session-id"]));
+    return serveLegacy(fastify, { request, reply, caller, webRequest, lease, server, sessionKey: options.sessionKey, recheckIntervalMs, openStreams });
   };
+}
+
+interface LegacyRequest {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  caller: McpCaller;
+  webRequest: Request;
+  lease: StreamLease | undefined;
+  /** The caller's server for this request (created knowing whether its session declared URL elicitation). */
+  server: Server;
+  sessionKey: SignedStateKey;
+  recheckIntervalMs: number;
+  openStreams: Set<() => void>;
+}
+
+/**
+ * 2025-era traffic: a fresh stateless transport per request; a GET holds the notification stream. The
+ * one session id Tether gives, to a client that declares URL-mode elicitation, carries that declaration
+ * to whichever replica serves its later requests (legacy-elicitation.ts).
+ */
+async function serveLegacy(fastify: FastifyInstance, legacy: LegacyRequest): Promise<FastifyReply> {
+  const { request, reply, caller, webRequest, lease, server, sessionKey, recheckIntervalMs, openStreams } = legacy;
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
+  reply.code(response.status);
+  for (const [name, value] of response.headers) reply.header(name, value);
+  const sessionId = response.status === 200 && isInitializeRequest(request.body) ? legacySessionId(sessionKey, request.body) : undefined;
+  if (sessionId) reply.header("mcp-session-id", sessionId);
+  if (request.method === "GET" && response.status === 200 && response.body) {
+    // Long-lived by design: exempt from the server's idle-socket timeout (CONNECTION_TIMEOUT_MS).
+    reply.raw.setTimeout(0);
+    const close = watchStream(fastify, {
+      caller,
+      recheckIntervalMs,
+      onToolsChanged: () => void server.sendToolListChanged().catch(() => {}),
+      // Ends the transport's stream, and so the response.
+      end: () => void server.close().catch(() => {}),
+    });
+    openStreams.add(close);
+    request.raw.once("close", () => {
+      openStreams.delete(close);
+      close();
+      lease?.release();
+    });
+    // The head leaves now: otherwise it waits for the transport's first write (a keep-alive, 15 s on),
+    // and the client cannot tell its stream is open.
+    reply.raw.once("pipe", () => reply.raw.flushHeaders());
+    return reply.send(Readable.fromWeb(response.body as never));
+  }
+  lease?.release();
+  const body = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
+  await server.close();
+  return reply.send(body);
 }
 
 /** The revisions the SDK serves without `initialize` (its own list is not exported). */
