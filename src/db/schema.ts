@@ -313,6 +313,8 @@ export interface McpUrlElicitationTable {
   /** sha256 of the user, the credential, the tool and its arguments (canonical JSON). */
   retry_key: string;
   user_id: string;
+  /** The credential key that made the call (`token:<id>`, `oauth-token:<hash>`): only its streams hear of the decision. */
+  credential: string;
   proposal_id: string;
   created_at: Generated<Date>;
   expires_at: Timestamp;

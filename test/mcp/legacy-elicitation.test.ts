@@ -4,6 +4,7 @@ import { startHostServer } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson } from "../helpers/client.js";
 import { rowCount } from "../helpers/database.js";
+import { eventually } from "../helpers/eventually.js";
 import { approvalWorld } from "./helpers.js";
 import { connectV2, rawLegacyWriteFileCall } from "./v2.js";
 
@@ -65,6 +66,41 @@ t.test("rejected: the retry is the refusal; another credential's identical call 
   t.equal(refused.isError, true);
   t.match(refused.structuredContent, { status: "rejected" });
   await owner.post("/api/host/reject", { proposalId: proposalIdOf(theirs!.url) });
+});
+
+t.test("its notification stream hears notifications/elicitation/complete when the owner decides, and only its own", async (t) => {
+  // A token of its own: a stream also hears of its credential's earlier calls decided and not retried yet.
+  const client = await connectV2(t, url, await mintToken(owner, { name: "listening agent", scopes: ["host:call"] }), "2025-11-25", URL_ELICITATION);
+  const completed: string[] = [];
+  client.setNotificationHandler("notifications/elicitation/complete", (notification) => {
+    completed.push((notification.params as { elicitationId: string }).elicitationId);
+  });
+  // Another credential of the same owner, its stream open too, waiting on a call of its own.
+  const other = await connectV2(t, url, await mintToken(owner, { name: "third agent", scopes: ["host:call"] }), "2025-11-25", URL_ELICITATION);
+  const heardByOther: string[] = [];
+  other.setNotificationHandler("notifications/elicitation/complete", (notification) => {
+    heardByOther.push((notification.params as { elicitationId: string }).elicitationId);
+  });
+  // Each client opens its notification stream (GET /mcp) after initializing: the device's stream and these two.
+  await eventually(
+    () => app.app.tetherStreams.held >= 3,
+    10_000,
+    () => `the notification streams (${app.app.tetherStreams.held} held)`,
+  );
+
+  const args = { device: deviceId, path: "f.txt", content: "u" };
+  const asked = await elicitationOf(t, client, args);
+  const theirs = await elicitationOf(t, other, { device: deviceId, path: "g.txt", content: "u" });
+  t.same(completed, [], "nothing while the owner has not decided");
+  t.match(await readJson(await owner.post("/api/host/approve", { proposalId: asked!.elicitationId })), { status: "applied" });
+  await eventually(() => completed.length > 0, 10_000, "notifications/elicitation/complete");
+  t.same(completed, [asked!.elicitationId], "the decided proposal's elicitation id, once");
+  t.match((await client.callTool({ name: "write_file", arguments: args })).structuredContent, { status: "applied" }, "the retry has the outcome");
+  t.same(heardByOther, [], "another credential's stream hears nothing of it");
+  await owner.post("/api/host/reject", { proposalId: theirs!.elicitationId });
+  await eventually(() => heardByOther.length > 0, 10_000, "the other credential's own notification");
+  t.same(heardByOther, [theirs!.elicitationId]);
+  t.same(completed, [asked!.elicitationId], "and this one hears nothing of the other's");
 });
 
 t.test("read tools answer as for any client", async (t) => {

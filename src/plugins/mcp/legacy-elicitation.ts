@@ -5,6 +5,7 @@ import { signState, verifyState, type SignedStateKey } from "../../crypto/signed
 import type { Database } from "../../db/schema.js";
 import { canonicalJson } from "../../protocol/manifest.js";
 import type { Proposal } from "../host/proposals.js";
+import type { HostService } from "../host/service.js";
 import { approvalRequest } from "./approval.js";
 import type { McpCaller } from "./credentials.js";
 
@@ -82,17 +83,63 @@ export class UrlElicitationRetries {
   }
 
   /** Ties the call to its new proposal until the proposal expires, and forgets the user's expired ones. */
-  async remember(userId: string, key: string, proposal: Pick<Proposal, "id" | "expiresAt">): Promise<void> {
-    await this.db.deleteFrom("mcp_url_elicitation").where("user_id", "=", userId).where("expires_at", "<=", new Date()).execute();
+  async remember(caller: McpCaller, key: string, proposal: Pick<Proposal, "id" | "expiresAt">): Promise<void> {
+    await this.db.deleteFrom("mcp_url_elicitation").where("user_id", "=", caller.userId).where("expires_at", "<=", new Date()).execute();
     await this.db
       .insertInto("mcp_url_elicitation")
-      .values({ retry_key: key, user_id: userId, proposal_id: proposal.id, expires_at: proposal.expiresAt })
+      .values({ retry_key: key, user_id: caller.userId, credential: caller.credentialKey, proposal_id: proposal.id, expires_at: proposal.expiresAt })
       .onConflict((conflict) => conflict.column("retry_key").doUpdateSet({ proposal_id: proposal.id, expires_at: proposal.expiresAt, created_at: new Date() }))
       .execute();
+  }
+
+  /** The proposals of this credential's waiting calls that the owner has decided (their retries will take the outcome). */
+  async decided(caller: McpCaller): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom("mcp_url_elicitation as e")
+      .innerJoin("host_proposal as p", "p.id", "e.proposal_id")
+      .select("e.proposal_id")
+      .where("e.user_id", "=", caller.userId)
+      .where("e.credential", "=", caller.credentialKey)
+      .where("p.status", "not in", ["pending", "applying"])
+      .execute();
+    return rows.map((row) => row.proposal_id);
   }
 
   /** The retry has taken the decision: the same call made again is a new proposal. */
   async forget(key: string): Promise<void> {
     await this.db.deleteFrom("mcp_url_elicitation").where("retry_key", "=", key).execute();
   }
+}
+
+/**
+ * `notifications/elicitation/complete` on a 2025-11-25 client's notification stream (its `GET /mcp`): each
+ * proposal its credential is waiting on, once the owner has decided it on any replica (the host's watch
+ * hears of every decision), so an agent can retry without waiting for its user to say "done". The
+ * notification is optional in that revision; a client without the stream retries when its user is done.
+ * Returns the function that stops following.
+ */
+export function notifyDecisions(
+  host: Pick<HostService, "watch">,
+  retries: UrlElicitationRetries,
+  caller: McpCaller,
+  notify: (elicitationId: string) => void,
+  onError: (error: unknown) => void,
+): () => void {
+  const told = new Set<string>();
+  let stopped = false;
+  const check = () => {
+    retries.decided(caller).then((ids) => {
+      for (const id of ids) {
+        if (stopped || told.has(id)) continue;
+        told.add(id);
+        notify(id);
+      }
+    }, onError);
+  };
+  check();
+  const unwatch = host.watch(caller.userId, (topic) => topic === "proposals" && check());
+  return () => {
+    stopped = true;
+    unwatch();
+  };
 }

@@ -340,7 +340,7 @@ async function callWithUrlElicitation(
   }
   const outcome = await callDeviceTool(context, name, args, { signal, proposed: (proposal): NewProposal => ({ newProposal: proposal }) }, audited);
   if (!isNewProposal(outcome)) return outcome;
-  await retries.remember(caller.userId, key, outcome.newProposal);
+  await retries.remember(caller, key, outcome.newProposal);
   throw urlElicitationRequired(outcome.newProposal, context.devicesURL);
 }
 

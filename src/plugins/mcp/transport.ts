@@ -14,7 +14,7 @@ import type { StreamLease } from "../../http/stream-limits.js";
 import * as audit from "../host/audit.js";
 import type { McpCaller } from "./credentials.js";
 import { fastToolCall, serveFastToolCall } from "./fast-call.js";
-import { legacySessionId, sessionDeclaresUrlElicitation, UrlElicitationRetries } from "./legacy-elicitation.js";
+import { legacySessionId, notifyDecisions, sessionDeclaresUrlElicitation, UrlElicitationRetries } from "./legacy-elicitation.js";
 import { createMcpServer, type McpServerContext } from "./mcp-server.js";
 import * as store from "./store.js";
 import { serveListen, watchStream } from "./streams.js";
@@ -110,8 +110,21 @@ export function createMcpResponder(fastify: FastifyInstance, options: McpTranspo
       for (const [name, value] of response.headers) reply.header(name, value);
       return reply.send(response.body ? Buffer.from(await response.arrayBuffer()) : undefined);
     }
-    const server = serverFor(caller, "legacy", sessionDeclaresUrlElicitation(options.sessionKey, request.headers["mcp-session-id"]));
-    return serveLegacy(fastify, { request, reply, caller, webRequest, lease, server, sessionKey: options.sessionKey, recheckIntervalMs, openStreams });
+    const declaresUrlElicitation = sessionDeclaresUrlElicitation(options.sessionKey, request.headers["mcp-session-id"]);
+    const server = serverFor(caller, "legacy", declaresUrlElicitation);
+    const decisions = declaresUrlElicitation ? urlElicitations : undefined;
+    return serveLegacy(fastify, {
+      request,
+      reply,
+      caller,
+      webRequest,
+      lease,
+      server,
+      decisions,
+      sessionKey: options.sessionKey,
+      recheckIntervalMs,
+      openStreams,
+    });
   };
 }
 
@@ -123,6 +136,8 @@ interface LegacyRequest {
   lease: StreamLease | undefined;
   /** The caller's server for this request (created knowing whether its session declared URL elicitation). */
   server: Server;
+  /** When the session declared URL elicitation: its notification stream hears of the owner's decisions. */
+  decisions: UrlElicitationRetries | undefined;
   sessionKey: SignedStateKey;
   recheckIntervalMs: number;
   openStreams: Set<() => void>;
@@ -134,7 +149,7 @@ interface LegacyRequest {
  * to whichever replica serves its later requests (legacy-elicitation.ts).
  */
 async function serveLegacy(fastify: FastifyInstance, legacy: LegacyRequest): Promise<FastifyReply> {
-  const { request, reply, caller, webRequest, lease, server, sessionKey, recheckIntervalMs, openStreams } = legacy;
+  const { request, reply, caller, webRequest, lease, server, decisions, sessionKey, recheckIntervalMs, openStreams } = legacy;
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   const response = await transport.handleRequest(webRequest, { parsedBody: request.body });
@@ -153,9 +168,21 @@ async function serveLegacy(fastify: FastifyInstance, legacy: LegacyRequest): Pro
       end: () => void server.close().catch(() => {}),
     });
     openStreams.add(close);
+    const stopNotifying = decisions
+      ? notifyDecisions(
+          fastify.tetherHost,
+          decisions,
+          caller,
+          // Straight onto the transport: the SDK's server checks the capabilities of an `initialize` this
+          // stateless server never saw; the declaration is the signed session id's.
+          (elicitationId) => void transport.send({ jsonrpc: "2.0", method: "notifications/elicitation/complete", params: { elicitationId } }).catch(() => {}),
+          (error) => fastify.log.warn({ err: error }, "mcp: could not read the decided proposals for elicitation/complete"),
+        )
+      : undefined;
     request.raw.once("close", () => {
       openStreams.delete(close);
       close();
+      stopNotifying?.();
       lease?.release();
     });
     // The head leaves now: otherwise it waits for the transport's first write (a keep-alive, 15 s on),
