@@ -4,6 +4,7 @@ import { UrlElicitationRequiredError, type Client } from "@modelcontextprotocol/
 import t from "tap";
 import { chromiumAvailable, launchChromium } from "../browser/support.js";
 import { builtExecutable } from "../../host/executable.js";
+import { eventually } from "../../helpers/eventually.js";
 import { mcpWorld } from "../../mcp/helpers.js";
 import { connectV2, rawWriteFileCall } from "../../mcp/v2.js";
 import { ownerDecides } from "./owner-decides.js";
@@ -24,8 +25,9 @@ async function urlElicitationOf(client: Client, args: Record<string, unknown>): 
  * Chromium, opens it and presses Approve; the client's retry gets the applied result, and the real
  * device's disk changed. A forged requestState is refused. At 2025-11-25 the same client, declaring URL
  * elicitation in initialize, gets that revision's form of it: the JSON-RPC error -32042 with the proposal's
- * page (the SDK's UrlElicitationRequiredError); the owner decides there in Chromium and the client's retry
- * of the same call gets the applied result or the refusal.
+ * page (the SDK's UrlElicitationRequiredError); the owner decides there in Chromium, the client's
+ * notification stream says so (`notifications/elicitation/complete`), and its retry of the same call gets the
+ * applied result or the refusal.
  */
 if (!chromiumAvailable(t)) process.exit(0);
 
@@ -68,12 +70,18 @@ t.test("at 2025-11-25 the client gets -32042 with the proposal's page; the owner
   const client = await connectV2(t, world.url, world.token, "2025-11-25", { elicitation: { url: {} } });
   let elicited = 0;
   client.setRequestHandler("elicitation/create", async () => (elicited++, { action: "accept" }));
+  const completed: string[] = [];
+  client.setNotificationHandler("notifications/elicitation/complete", (notification) => {
+    completed.push((notification.params as { elicitationId: string }).elicitationId);
+  });
   const content = "approved at 2025-11-25\n";
   const args = { device: "approval-box", path: "notes.txt", content };
   const asked = await urlElicitationOf(client, args);
   t.match(asked, { mode: "url", url: new RegExp(`^${world.url}/devices/proposals/`) });
   t.equal(await readFile(path.join(world.root, "notes.txt"), "utf8"), "approved by the owner\n", "nothing changed before the owner decided");
   t.match(await ownerDecides(browser, world, asked.url, "Approve"), /notes\.txt/);
+  // The client's notification stream says the owner is done, so it can retry without asking its user.
+  await eventually(() => completed.includes(asked.elicitationId), 10_000, "notifications/elicitation/complete");
   const result = await client.callTool({ name: "write_file", arguments: args });
   t.notOk(result.isError);
   t.match(result.structuredContent, { proposalId: asked.elicitationId, status: "applied" });
