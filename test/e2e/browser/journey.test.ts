@@ -219,6 +219,8 @@ async function proposeAndApprove(
 
   // /devices with a result and a pending change, for the eye.
   await device.getByRole("link", { name: "read_file", exact: true }).click();
+  // With JavaScript the form arrives by htmx: typing before it has replaced edit_file's panel types into the old one.
+  await page.getByRole("heading", { name: `read_file on ${o.deviceName}` }).waitFor();
   await page.getByLabel("Path").fill("project/notes.txt");
   await page.getByRole("button", { name: "Run" }).click();
   await page.getByLabel(/^Lines of .*notes\.txt$/).waitFor();
