@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 import { buildHost } from "../scripts/build-host.js";
 import { freePort } from "../test/helpers/replica-process.js";
 import { fmt } from "./autocannon.js";
+import { startRelay, startSender } from "./node-relay.js";
 
 const MB = Number(process.env.BENCH_BLOB_MB ?? 1024);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -224,12 +225,19 @@ export async function benchBlobs(): Promise<void> {
     // Best of three: the first may be slowed by a cold start, and the machine is shared.
     const runs = [await download(`${nginx.url}/big.bin`), await download(`${nginx.url}/big.bin`), await download(`${nginx.url}/big.bin`)];
     const baseline = runs.reduce((best, r) => (r.seconds < best.seconds ? r : best));
+    // The ceiling of any Node server here (node-relay.ts): a bare relay of one upload into one download.
+    const relayPort = await freePort();
+    const relay = await startRelay(relayPort, MB * 1024 * 1024);
+    children.push(relay);
+    const relayed = download(`http://127.0.0.1:${relayPort}/`);
+    children.push(startSender(relayPort, MB * 1024 * 1024));
+    const bare = await relayed;
     const nginxCpuStart = process.cpuUsage();
     await download(`${nginx.url}/big.bin`);
     const nginxClientCpu = process.cpuUsage(nginxCpuStart);
     if (baseline.status !== 200) throw new Error(`nginx answered ${baseline.status}`);
-    if (first.bytes !== MB * 1024 * 1024 || second.bytes !== first.bytes || baseline.bytes !== first.bytes)
-      throw new Error(`short transfer: ${first.bytes}, ${second.bytes}, ${baseline.bytes}`);
+    if (first.bytes !== MB * 1024 * 1024 || second.bytes !== first.bytes || baseline.bytes !== first.bytes || bare.bytes !== first.bytes)
+      throw new Error(`short transfer: ${first.bytes}, ${second.bytes}, ${baseline.bytes}, ${bare.bytes}`);
 
     const rate = (r: { seconds: number; bytes: number }) => r.bytes / 1024 / 1024 / r.seconds;
     console.log(
@@ -243,6 +251,9 @@ export async function benchBlobs(): Promise<void> {
     console.log(`  first fetch (streamed as the device uploads)  ${fmt(rate(first))} MB/s  (${fmt((rate(first) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  second fetch (from the embedded store)        ${fmt(rate(second))} MB/s  (${fmt((rate(second) / rate(baseline)) * 100)}% of nginx)`);
     console.log(`  nginx, the same file from disk (baseline)     ${fmt(rate(baseline))} MB/s`);
+    console.log(
+      `  a bare Node relay, upload piped to download   ${fmt(rate(bare))} MB/s  (${fmt((rate(bare) / rate(baseline)) * 100)}% of nginx: the ceiling of any Node server here)`,
+    );
     const perGiB = (seconds: number) => fmt((seconds * 1024) / MB, 2);
     const cpuLine = (c: { server: number; serverMain: number; device: number; client: number }) =>
       `server ${perGiB(c.server)} (main thread ${perGiB(c.serverMain)}), device ${perGiB(c.device)}, client ${perGiB(c.client)}`;
