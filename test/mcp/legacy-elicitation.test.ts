@@ -103,6 +103,19 @@ t.test("its notification stream hears notifications/elicitation/complete when th
   t.same(completed, [asked!.elicitationId], "and this one hears nothing of the other's");
 });
 
+t.test("a retry after the proposal expired undecided proposes anew: the owner gets a fresh one", async (t) => {
+  const client = await connectV2(t, url, token, "2025-11-25", URL_ELICITATION);
+  const args = { device: deviceId, path: "h.txt", content: "t" };
+  const first = await elicitationOf(t, client, args);
+  // As if its hour had passed: the proposal and the call waiting on it are past their time.
+  const past = new Date(Date.now() - 1000);
+  await app.database.db.updateTable("host_proposal").set({ expires_at: past }).where("id", "=", first!.elicitationId).execute();
+  await app.database.db.updateTable("mcp_url_elicitation").set({ expires_at: past }).where("proposal_id", "=", first!.elicitationId).execute();
+  const again = await elicitationOf(t, client, args);
+  t.not(again?.elicitationId, first!.elicitationId, "a new proposal, not the expired one");
+  await owner.post("/api/host/reject", { proposalId: again!.elicitationId });
+});
+
 t.test("read tools answer as for any client", async (t) => {
   const client = await connectV2(t, url, token, "2025-11-25", URL_ELICITATION);
   device.serve((call) => (call.tool === "stat" ? { type: "file", size: 1 } : { diff: "", summary: "Write" }));

@@ -25,7 +25,8 @@ import type { McpCaller } from "./credentials.js";
  * - **Which proposal a retry is about.** That revision's retry carries no state, so the call (the user,
  *   the credential, the tool and its arguments) is digested into a key stored with its proposal
  *   (`mcp_url_elicitation`) until a retry takes the decision, or the proposal expires. The same call made
- *   again after that is a new proposal.
+ *   again after that is a new proposal (so is a retry after the proposal expired undecided: the owner gets
+ *   a fresh one to decide).
  */
 
 /** A session id is good for a year; past that, the client is served as one that declared nothing. */
@@ -100,6 +101,7 @@ export class UrlElicitationRetries {
       .select("e.proposal_id")
       .where("e.user_id", "=", caller.userId)
       .where("e.credential", "=", caller.credentialKey)
+      .where("e.expires_at", ">", new Date())
       .where("p.status", "not in", ["pending", "applying"])
       .execute();
     return rows.map((row) => row.proposal_id);
