@@ -269,14 +269,16 @@ function deviceFetches(db: Kysely<Database>) {
     if (!attempt) {
       const run = fetcher;
       attempt = (async () => {
-        await run(blob).catch(async (error: unknown) => {
-          // Another replica's upload may have completed the blob meanwhile (this attempt's URL then finds it
-          // complete, and the device reports a refusal): the bytes are there, serve them.
-          if (!(await repo.findBlob(db, blob.id))?.complete) throw error;
-        });
+        const failure = await run(blob).then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        );
         const fresh = await repo.findBlob(db, blob.id);
-        if (!fresh?.complete) throw new BlobError("BLOB_INCOMPLETE", "The device did not finish uploading this blob; ask for it again to start over");
-        return fresh;
+        if (fresh?.complete) return fresh;
+        // A failed attempt is forgiven only when another replica's upload completed the blob meanwhile (this
+        // attempt's URL then finds it complete, and the device reports a refusal): the bytes are there.
+        if (failure) throw failure.error;
+        throw new BlobError("BLOB_INCOMPLETE", "The device did not finish uploading this blob; ask for it again to start over");
       })().finally(() => inFlight.delete(blob.id));
       inFlight.set(blob.id, attempt);
     }
