@@ -7,6 +7,7 @@ import { canonicalJson } from "../../protocol/manifest.js";
 import type { Proposal } from "../host/proposals.js";
 import type { HostService } from "../host/service.js";
 import { approvalRequest } from "./approval.js";
+import { DEVICE_ARGUMENT } from "./catalog.js";
 import type { McpCaller } from "./credentials.js";
 
 /**
@@ -51,6 +52,17 @@ export function sessionDeclaresUrlElicitation(key: SignedStateKey, sessionId: st
 export function urlElicitationRequired(proposal: Pick<Proposal, "id" | "tool" | "deviceId">, devicesURL: string): UrlElicitationRequiredError {
   const { message, url } = approvalRequest(proposal, devicesURL, "retry this same call");
   return new UrlElicitationRequiredError([{ mode: "url", elicitationId: proposal.id, url, message }], message);
+}
+
+/**
+ * Whether a call is known never to propose: its device is connected and announces the tool as a read or an
+ * action tool. Such a call is never waiting for a retry, so it needs no lookup (the common call, kept off the
+ * database); anything else (a mutate tool, a device named by name or offline) is looked up.
+ */
+export function neverProposes(host: Pick<HostService, "dispatcher">, tool: string, args: Record<string, unknown>): boolean {
+  const reference = args[DEVICE_ARGUMENT];
+  const announced = typeof reference === "string" ? host.dispatcher.toolsOf(reference)?.find((candidate) => candidate.name === tool) : undefined;
+  return announced !== undefined && announced.class !== "mutate";
 }
 
 /** The calls waiting for their retry, by the digest of who called what with which arguments. */

@@ -10,7 +10,7 @@ import type { Proposal } from "../host/proposals.js";
 import type { DeviceView, HostService } from "../host/service.js";
 import type { SignedStateKey } from "../../crypto/signed-state.js";
 import { approvalVerifier, askForApproval, supportsUrlElicitation, type ApprovalState } from "./approval.js";
-import { urlElicitationRequired, UrlElicitationRetries } from "./legacy-elicitation.js";
+import { neverProposes, urlElicitationRequired, UrlElicitationRetries } from "./legacy-elicitation.js";
 import { detailedTask, waitingMessage } from "./task-views.js";
 import type { McpCaller } from "./credentials.js";
 import { createTaskResult, declaresTasks, requireTasks, TASK_CALL_TIMEOUT_MS, TASKS_EXTENSION, isProposed, type McpTasks, type ProposedCall } from "./tasks.js";
@@ -330,7 +330,8 @@ async function callWithUrlElicitation(
 ): Promise<CallToolResult> {
   const { caller } = context;
   const key = UrlElicitationRetries.keyOf(caller, name, args);
-  const waiting = await retries.waiting(caller.userId, key);
+  // Only a mutate tool's call can be waiting: a read call on a connected device skips the lookup.
+  const waiting = neverProposes(context.host, name, args) ? undefined : await retries.waiting(caller.userId, key);
   const earlier = waiting ? await context.host.proposal(caller.userId, waiting, caller.deviceIds).catch(unlessNotFound) : undefined;
   if (earlier) {
     await context.audit({ ...audited, proposalId: earlier.id, deviceId: earlier.deviceId });
