@@ -4,7 +4,7 @@ import { connectedDevice, startHostServer } from "../host/helpers.js";
 import { mintToken } from "../helpers/auth.js";
 import { readJson } from "../helpers/client.js";
 import { connectClient, textOf } from "./helpers.js";
-import { connectV2, rawModern, type Revision } from "./v2.js";
+import { connectV2, postMcp, rawModern, type Revision } from "./v2.js";
 
 /** /mcp serves 2026-07-28 and 2025-11-25 on one endpoint: the official SDK v2 client at each, and the 1.x client. */
 const app = await startHostServer(t);
@@ -64,27 +64,17 @@ t.test("2026-07-28 on the wire: server/discover, resultType, the standard header
   t.equal((await readJson(mismatch)).error.code, -32020);
 
   // A revision the server does not serve: -32022 naming the ones it does.
-  const unsupported = await fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2099-01-01",
-      "mcp-method": "tools/list",
-    },
-    body: JSON.stringify({
+  const unsupported = await postMcp(
+    url,
+    token,
+    { "mcp-protocol-version": "2099-01-01", "mcp-method": "tools/list" },
+    {
       jsonrpc: "2.0",
       id: 1,
       method: "tools/list",
-      params: {
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2099-01-01",
-          "io.modelcontextprotocol/clientCapabilities": {},
-        },
-      },
-    }),
-  });
+      params: { _meta: { "io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {} } },
+    },
+  );
   const refused = await readJson(unsupported);
   t.equal(refused.error.code, -32022);
   t.match(JSON.stringify(refused.error.data), /2026-07-28/);

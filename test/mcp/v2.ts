@@ -35,6 +35,22 @@ export function envelope(capabilities: Record<string, unknown> = {}): Record<str
   };
 }
 
+/** POSTs one JSON-RPC message to `<url>/mcp` with a bearer token, the JSON body and the `Accept` MCP asks for, plus `headers`. */
+export function postMcp(
+  url: string,
+  bearer: string,
+  headers: Record<string, string>,
+  message: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<Response> {
+  return fetch(`${url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(message),
+    ...(signal ? { signal } : {}),
+  });
+}
+
 /** POSTs one hand-written 2026-07-28 request (with the standard headers unless `headers` replaces them; `params._meta` replaces the default envelope). */
 export async function rawModern(
   url: string,
@@ -44,24 +60,11 @@ export async function rawModern(
   headers?: Record<string, string>,
 ): Promise<Response> {
   const name: Record<string, string> = typeof params.name === "string" ? { "mcp-name": params.name } : {};
-  return fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...(headers ?? {
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": method,
-        ...name,
-      }),
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method,
-      params: { _meta: envelope(), ...params },
-    }),
+  return postMcp(url, token, headers ?? { "mcp-protocol-version": "2026-07-28", "mcp-method": method, ...name }, {
+    jsonrpc: "2.0",
+    id: 1,
+    method,
+    params: { _meta: envelope(), ...params },
   });
 }
 
@@ -78,17 +81,12 @@ export async function rawWriteFileCall(url: string, bearer: string, args: Record
 
 /** One raw 2025-11-25 `tools/call` of write_file (no initialize: Tether serves that revision statelessly), with a session id if given; its JSON-RPC answer. */
 export async function rawLegacyWriteFileCall(url: string, bearer: string, args: Record<string, unknown>, sessionId?: string): Promise<any> {
-  const response = await fetch(`${url}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${bearer}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-      ...(sessionId ? { "mcp-session-id": sessionId } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "write_file", arguments: args } }),
-  });
+  const response = await postMcp(
+    url,
+    bearer,
+    { "mcp-protocol-version": "2025-11-25", ...(sessionId ? { "mcp-session-id": sessionId } : {}) },
+    { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "write_file", arguments: args } },
+  );
   return response.json();
 }
 
@@ -105,19 +103,8 @@ export async function dispatchFramed(
 ): Promise<{ kind: "result"; result: any } | { kind: "error"; error: any }> {
   const params = request.params ?? {};
   const name = (request.method === "tools/call" ? params.name : params.taskId) as string | undefined;
-  const response = await fetch(`${at}/mcp`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${bearer}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": String(request.method),
-      ...(name ? { "mcp-name": name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: ++framedId, ...request }),
-    ...(signal ? { signal } : {}),
-  });
+  const headers = { "mcp-protocol-version": "2026-07-28", "mcp-method": String(request.method), ...(name ? { "mcp-name": name } : {}) };
+  const response = await postMcp(at, bearer, headers, { jsonrpc: "2.0", id: ++framedId, ...request }, signal);
   const body = (await response.json()) as { result?: unknown; error?: unknown };
   return body.error ? { kind: "error", error: body.error } : { kind: "result", result: body.result };
 }
